@@ -1,0 +1,216 @@
+"""Proactive fabric controller: installs the harness's routes, answers ARP, counts CE packets.
+
+Written as a Ryu-style app (one class, ``@set_ev_cls`` handlers, state per datapath id); it runs
+under os-ken and, with the import names switched, under Ryu.
+
+Input: the fabric file named by ``INTERLEAVE_FABRIC`` (JSON written by harness.fabric):
+``{"topology": Topology.to_dict(), "routes": {"h1>h7": ["h1", "s1", ..., "h7"]}, "control": PATH}``.
+
+Per switch, for every route through it (priorities):
+  * 20: ``eth_type=IPv4, ip_ecn=3, eth_src, eth_dst`` -> next hop (counts CE packets arriving here);
+  * 10: ``eth_src, eth_dst`` -> next hop;
+  * 100: ARP -> controller (answered by proxy ARP, never flooded);
+  * 0: table miss -> drop (no flooding on a looped fabric).
+A switch that (re)connects gets all of its entries again, then a barrier; it counts as *synced*
+when the barrier reply arrives.
+
+Control socket (JSON lines on a Unix socket): ``{"op": "status"}``, ``{"op": "routes"}`` (what is
+installed, rebuilt by walking the installed entries), ``{"op": "pin", "src", "dst", "path"}``.
+"""
+import json
+import logging
+import os
+
+from os_ken.base import app_manager
+from os_ken.controller import ofp_event
+from os_ken.controller.handler import CONFIG_DISPATCHER, DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
+from os_ken.lib import hub
+from os_ken.lib.packet import arp, ethernet, ether_types, packet
+from os_ken.ofproto import ofproto_v1_3
+
+PRIO_CE, PRIO_ROUTE, PRIO_ARP = 20, 10, 100
+LOG = logging.getLogger("interleave.controller")
+
+
+def route_entries(topology, routes):
+    """{dpid: {(src_mac, dst_mac): out_port}} for the given routes."""
+    dpid = {s["name"]: s["dpid"] for s in topology["switches"]}
+    macs = {h["name"]: h["mac"] for h in topology["hosts"]}
+    ports = {}
+    for link in topology["links"]:
+        ports[(link["a"], link["b"])] = link["a_port"]
+        ports[(link["b"], link["a"])] = link["b_port"]
+    table = {d: {} for d in dpid.values()}
+    for key, path in routes.items():
+        src, dst = key.split(">")
+        for node, nxt in zip(path[1:-1], path[2:]):
+            table[dpid[node]][(macs[src], macs[dst])] = ports[(node, nxt)]
+    return table
+
+
+class FabricController(app_manager.OSKenApp):
+    OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        with open(os.environ["INTERLEAVE_FABRIC"]) as f:
+            fabric = json.load(f)
+        self.topology = fabric["topology"]
+        self.routes = dict(fabric["routes"])
+        self.table = route_entries(self.topology, self.routes)
+        self.ip_to_mac = {h["ip"]: h["mac"] for h in self.topology["hosts"]}
+        self.datapaths = {}
+        self.synced = set()
+        self.installed = {}  # dpid -> {(src_mac, dst_mac): port} as last sent and acknowledged
+        self.pending = {}    # dpid -> table sent, awaiting barrier
+        self.server = hub.StreamServer((fabric["control"], None), self._serve)
+        self.server_thread = hub.spawn(self.server.serve_forever)
+
+    # ---- OpenFlow -----------------------------------------------------
+    @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
+    def switch_features(self, ev):
+        dp = ev.msg.datapath
+        self.datapaths[dp.id] = dp
+        self.synced.discard(dp.id)
+        self._install_all(dp)
+
+    @set_ev_cls(ofp_event.EventOFPStateChange, DEAD_DISPATCHER)
+    def state_change(self, ev):
+        dp = ev.datapath
+        if dp.id is not None and self.datapaths.get(dp.id) is dp:
+            del self.datapaths[dp.id]
+            self.synced.discard(dp.id)
+            LOG.info("switch %s disconnected", dp.id)
+
+    @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
+    def barrier_reply(self, ev):
+        dpid = ev.msg.datapath.id
+        if dpid in self.pending:
+            self.installed[dpid] = self.pending.pop(dpid)
+            self.synced.add(dpid)
+
+    @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
+    def packet_in(self, ev):
+        msg = ev.msg
+        dp = msg.datapath
+        pkt = packet.Packet(msg.data)
+        req = pkt.get_protocol(arp.arp)
+        if req is None or req.opcode != arp.ARP_REQUEST:
+            return
+        mac = self.ip_to_mac.get(req.dst_ip)
+        if mac is None:
+            return
+        reply = packet.Packet()
+        reply.add_protocol(ethernet.ethernet(ethertype=ether_types.ETH_TYPE_ARP, dst=req.src_mac, src=mac))
+        reply.add_protocol(arp.arp(opcode=arp.ARP_REPLY, src_mac=mac, src_ip=req.dst_ip,
+                                   dst_mac=req.src_mac, dst_ip=req.src_ip))
+        reply.serialize()
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        in_port = msg.match["in_port"]
+        dp.send_msg(parser.OFPPacketOut(datapath=dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
+                                        actions=[parser.OFPActionOutput(in_port)], data=reply.data))
+
+    # ---- flow programming ----------------------------------------------
+    def _flow(self, dp, priority, match, actions):
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)] if actions else []
+        dp.send_msg(parser.OFPFlowMod(datapath=dp, priority=priority, match=match, instructions=inst))
+
+    def _pair_flows(self, dp, src_mac, dst_mac, port):
+        parser = dp.ofproto_parser
+        out = [parser.OFPActionOutput(port)]
+        self._flow(dp, PRIO_ROUTE, parser.OFPMatch(eth_src=src_mac, eth_dst=dst_mac), out)
+        self._flow(dp, PRIO_CE, parser.OFPMatch(eth_type=0x0800, ip_ecn=3, eth_src=src_mac, eth_dst=dst_mac), out)
+
+    def _barrier(self, dp, table):
+        self.pending[dp.id] = dict(table)
+        dp.send_msg(dp.ofproto_parser.OFPBarrierRequest(dp))
+
+    def _install_all(self, dp):
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        dp.send_msg(parser.OFPFlowMod(datapath=dp, command=ofp.OFPFC_DELETE, table_id=ofp.OFPTT_ALL,
+                                      out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY, match=parser.OFPMatch()))
+        self._flow(dp, 0, parser.OFPMatch(), [])
+        self._flow(dp, PRIO_ARP, parser.OFPMatch(eth_type=ether_types.ETH_TYPE_ARP),
+                   [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)])
+        table = self.table.get(dp.id, {})
+        for (src_mac, dst_mac), port in table.items():
+            self._pair_flows(dp, src_mac, dst_mac, port)
+        self._barrier(dp, table)
+        LOG.info("switch %s: %d route entries sent", dp.id, len(table))
+
+    def pin(self, src, dst, path):
+        """Replace the route src->dst by ``path`` on every switch."""
+        key = f"{src}>{dst}"
+        self.routes[key] = path
+        new = route_entries(self.topology, {key: path})
+        macs = {h["name"]: h["mac"] for h in self.topology["hosts"]}
+        pair = (macs[src], macs[dst])
+        for dpid, entries in self.table.items():
+            entries.pop(pair, None)
+            if pair in new.get(dpid, {}):
+                entries[pair] = new[dpid][pair]
+        for dpid, dp in self.datapaths.items():
+            ofp, parser = dp.ofproto, dp.ofproto_parser
+            dp.send_msg(parser.OFPFlowMod(datapath=dp, command=ofp.OFPFC_DELETE, table_id=0,
+                                          out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
+                                          match=parser.OFPMatch(eth_src=pair[0], eth_dst=pair[1])))
+            if pair in self.table[dpid]:
+                self._pair_flows(dp, pair[0], pair[1], self.table[dpid][pair])
+            self.synced.discard(dpid)
+            self._barrier(dp, self.table[dpid])
+
+    def installed_routes(self):
+        """Routes rebuilt by walking the acknowledged entries hop by hop from each source."""
+        by_mac = {h["mac"]: h["name"] for h in self.topology["hosts"]}
+        name = {s["dpid"]: s["name"] for s in self.topology["switches"]}
+        peer = {}
+        for link in self.topology["links"]:
+            peer[(link["a"], link["a_port"])] = link["b"]
+            peer[(link["b"], link["b_port"])] = link["a"]
+        edge = {link["a"]: link["b"] for link in self.topology["links"] if link["a"] in set(by_mac.values())}
+        dpid_of = {v: k for k, v in name.items()}
+        out = {}
+        for src_mac, src in by_mac.items():
+            for dst_mac, dst in by_mac.items():
+                if src == dst:
+                    continue
+                path, node = [src], edge[src]
+                while node not in by_mac.values() and len(path) <= len(name) + 1:
+                    path.append(node)
+                    port = self.installed.get(dpid_of[node], {}).get((src_mac, dst_mac))
+                    if port is None:
+                        node = None
+                        break
+                    node = peer[(node, port)]
+                if node == dst:
+                    out[f"{src}>{dst}"] = path + [dst]
+        return out
+
+    # ---- control socket -------------------------------------------------
+    def _serve(self, sock, addr):
+        f = sock.makefile("rw")
+        try:
+            for line in f:
+                try:
+                    req = json.loads(line)
+                    op = req.get("op")
+                    if op == "status":
+                        resp = {"ok": True, "connected": sorted(self.datapaths), "synced": sorted(self.synced),
+                                "switches": len(self.topology["switches"])}
+                    elif op == "routes":
+                        resp = {"ok": True, "routes": self.installed_routes()}
+                    elif op == "pin":
+                        self.pin(req["src"], req["dst"], req["path"])
+                        resp = {"ok": True}
+                    else:
+                        resp = {"ok": False, "error": f"unknown op {op!r}"}
+                except Exception as exc:  # report to the client, keep serving
+                    resp = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+                f.write(json.dumps(resp) + "\n")
+                f.flush()
+        finally:
+            sock.close()
+
+    def close(self):
+        self.server_thread.kill()

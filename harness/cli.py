@@ -1,0 +1,139 @@
+"""The ``interleave`` command line (console script of the package).
+
+Exit statuses: 0 success; 1 a check failed; 2 bad input (argument or spec); 3 environment
+problem (not root, OVS down, another run active), with the fix in the message.
+Progress goes to stderr; ``--json`` prints one JSON document on stdout.
+"""
+import argparse
+import json
+import os
+import signal
+import sys
+
+from harness import __version__
+from harness.errors import EXIT_ENV, EXIT_USAGE, EnvError, InterleaveError, UsageError
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.exit(EXIT_USAGE)
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def cmd_doctor(args):
+    from harness import probe
+    findings = probe.doctor()
+    if args.json:
+        print(json.dumps(findings, indent=2))
+    else:
+        print(probe.render(findings))
+    return 0
+
+
+def topology_from_args(args):
+    from harness.linkmodel import LinkError, LinkParams
+    from topologies import TopologyError, by_name
+    try:
+        link = LinkParams.scaled(args.rate_mbps, mtu=args.mtu)
+        params = {}
+        if args.topology == "dumbbell":
+            params["hosts_per_side"] = args.hosts_per_side
+        return by_name(args.topology, link=link, **params)
+    except (LinkError, TopologyError) as exc:
+        raise UsageError(str(exc))
+
+
+def cmd_netcheck(args):
+    from harness import probe
+    from harness.fabric import Fabric
+    from harness.lifecycle import RunLock
+    from harness.netcheck import run_checks
+    topo = topology_from_args(args)
+    findings = probe.doctor()
+    if not findings["root"]:
+        raise EnvError("netcheck builds a network and needs root", "run it with sudo")
+    backends = probe.resolve(findings, args.datapath, args.ecn_marker)
+    probe.require_ready(findings)
+    log(f"netcheck: {topo.name}, {len(topo.hosts)} hosts, {len(topo.switches)} switches; "
+        f"datapath {backends['datapath']}, ECN marker {backends['ecn_marker']}, "
+        f"{backends['congestion_control']}+ECN")
+    with RunLock(log=log) as lock:
+        with Fabric(topo, lock.ledger, lock.dir, datapath=backends["datapath"], marker=backends["ecn_marker"],
+                    cc=backends["congestion_control"], log=log) as fab:
+            checks = run_checks(fab, log)
+    result = {"topology": topo.summary(), "link": topo.links[0].params.to_dict(), "backends": backends,
+              "checks": checks, "ok": all(c["ok"] for c in checks),
+              "timings": {k: round(v, 2) for k, v in fab.timings.items()}, "version": __version__}
+    log(f"netcheck {'PASSED' if result['ok'] else 'FAILED'} "
+        f"(build {fab.timings['build_s']:.1f} s, teardown {fab.timings['teardown_s']:.1f} s)")
+    if args.json:
+        print(json.dumps(result, indent=2))
+    return 0 if result["ok"] else 1
+
+
+def cmd_clean(args):
+    from harness.lifecycle import RunLock
+    if os.geteuid() != 0:
+        raise EnvError("clean removes network state and needs root", "run it with sudo")
+    lock = RunLock(log=log)
+    lock.acquire()  # refuses while a run is active; cleans a dead run's ledger
+    lock.release()
+    log("clean: nothing of interleave's is left")
+    return 0
+
+
+def build_parser():
+    ap = Parser(prog="interleave", description="Packet-level emulation of ML-cluster fabrics.")
+    ap.add_argument("--version", action="version", version=f"interleave {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+
+    p = sub.add_parser("doctor", help="probe the machine and name the backends a run would use")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("netcheck", help="build the network, check reachability, shaping, ECN; tear down")
+    p.add_argument("--topology", default="fattree", choices=["fattree", "leafspine", "dumbbell"])
+    p.add_argument("--hosts-per-side", type=int, default=2, help="dumbbell only (default 2)")
+    p.add_argument("--rate-mbps", type=float, default=50.0, help="link rate (default 50)")
+    p.add_argument("--mtu", type=int, default=9000, help="MTU of every link (default 9000)")
+    p.add_argument("--datapath", choices=["kernel", "user"], help="override the doctor's choice")
+    p.add_argument("--ecn-marker", choices=["red", "bpf"], help="override the doctor's choice")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_netcheck)
+
+    p = sub.add_parser("clean", help="remove leftovers of earlier runs of this tool only")
+    p.set_defaults(func=cmd_clean)
+    return ap
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminate)
+    try:
+        return args.func(args)
+    except UsageError as exc:
+        log(f"interleave {args.command}: {exc}")
+        return EXIT_USAGE
+    except EnvError as exc:
+        log(f"interleave {args.command}: {exc}")
+        return EXIT_ENV
+    except InterleaveError as exc:
+        log(f"interleave {args.command}: {exc}")
+        return exc.exit_status
+    except KeyboardInterrupt:
+        log(f"interleave {args.command}: interrupted; the network was torn down")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

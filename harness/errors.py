@@ -1,0 +1,25 @@
+"""Error types and the exit statuses they map to (documented in the README).
+
+  2  bad input: a bad argument or a bad spec; the message names file, key, value and what is allowed
+  3  environment problem: not root, OVS down, another run active; the message says the fix
+  1  a check that ran and failed (netcheck, a test of the fabric)
+"""
+EXIT_FAILED, EXIT_USAGE, EXIT_ENV = 1, 2, 3
+
+
+class InterleaveError(Exception):
+    exit_status = EXIT_FAILED
+
+
+class UsageError(InterleaveError):
+    """Bad input from the user: one line naming what is wrong and what is allowed."""
+    exit_status = EXIT_USAGE
+
+
+class EnvError(InterleaveError):
+    """The machine cannot do what was asked; ``fix`` says what to do."""
+    exit_status = EXIT_ENV
+
+    def __init__(self, problem, fix=""):
+        super().__init__(f"{problem}" + (f" -- fix: {fix}" if fix else ""))
+        self.problem, self.fix = problem, fix

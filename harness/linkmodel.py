@@ -1,0 +1,112 @@
+"""Link model: rate, queue limit, ECN threshold K and MTU of an emulated link, and the rule that
+scales them from the reference fabric (CASSINI's testbed) to the emulated rate.
+
+Reference fabric (reference notes §1.11): 50 Gbit/s links, WRED marking between 1000 and 2000
+cells of 80 B, i.e. K_ref = 80 KB, Q_ref = 320 KB (the PFC skid threshold, 4000 cells).
+
+Scaling rule, for an emulated rate r (Mbit/s) and MTU m:
+  * bytes that are *traffic* scale by r / R_ref (the workloads do this: same iteration time,
+    same communication-to-compute ratio);
+  * K keeps its share of the reference bandwidth-delay product, K_ref * r / R_ref, but never falls
+    below ``K_MIN_PACKETS`` packets of MTU: a TCP sender's window moves in whole packets, and with
+    fewer than about 10 packets above the marking point cubic+ECN leaves the link idle (scaled
+    strictly, K at 50 Mbit/s would be 80 bytes, less than one packet);
+  * the queue limit holds ``QUEUE_MS`` of traffic at rate r and at least ``QUEUE_K_RATIO`` x K,
+    so a burst above K is marked, not dropped (default 1000-packet queues starve flows: platform
+    notes). 48 ms at 50 Mbit/s is 300 KB, the size measured to give fidelity 0.96 there.
+  * MTU 9000 by default: the userspace OVS datapath forwards ~150k packets/s in all, so bytes per
+    packet set the emulated capacity (platform notes).
+"""
+from dataclasses import asdict, dataclass
+
+REFERENCE_GBPS = 50.0
+WRED_MIN_CELLS = 1000
+WRED_MAX_CELLS = 2000
+CELL_BYTES = 80
+K_REF_BYTES = WRED_MIN_CELLS * CELL_BYTES          # 80 KB at 50 Gbit/s
+Q_REF_BYTES = 4000 * CELL_BYTES                    # 320 KB (PFC skid threshold)
+K_MIN_PACKETS = 10
+QUEUE_MS = 48.0
+QUEUE_K_RATIO = 3
+DEFAULT_RATE_MBPS = 50.0
+DEFAULT_MTU = 9000
+MTU_RANGE = (576, 9000)
+
+
+class LinkError(ValueError):
+    """A link parameter is out of range: carries the key, the value and what is allowed."""
+
+    def __init__(self, key, value, allowed):
+        super().__init__(f"{key}: {value!r} is not allowed ({allowed})")
+        self.key, self.value, self.allowed = key, value, allowed
+
+
+def _number(key, value, minimum=0.0, strict=True):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise LinkError(key, value, "a number")
+    if value < minimum or (strict and value == minimum):
+        raise LinkError(key, value, f"a number {'>' if strict else '>='} {minimum:g}")
+    return value
+
+
+@dataclass(frozen=True)
+class LinkParams:
+    rate_mbps: float
+    queue_bytes: int
+    ecn_k_bytes: int
+    mtu: int
+
+    @classmethod
+    def default(cls):
+        return cls.scaled(DEFAULT_RATE_MBPS)
+
+    @classmethod
+    def scaled(cls, rate_mbps, mtu=DEFAULT_MTU, ecn_k_bytes=None, queue_bytes=None,
+               reference_gbps=REFERENCE_GBPS):
+        """Apply the scaling rule; explicit ``ecn_k_bytes``/``queue_bytes`` override it."""
+        rate_mbps = _number("link.rate_mbps", rate_mbps)
+        reference_gbps = _number("reference_gbps", reference_gbps)
+        if isinstance(mtu, bool) or not isinstance(mtu, int) or not MTU_RANGE[0] <= mtu <= MTU_RANGE[1]:
+            raise LinkError("link.mtu", mtu, f"a whole number of bytes from {MTU_RANGE[0]} to {MTU_RANGE[1]}")
+        ratio = rate_mbps / (reference_gbps * 1000.0)
+        if ecn_k_bytes is None:
+            ecn_k_bytes = max(int(K_REF_BYTES * ratio), K_MIN_PACKETS * mtu)
+        else:
+            ecn_k_bytes = int(_number("link.ecn_k_bytes", ecn_k_bytes))
+            if ecn_k_bytes < mtu:
+                raise LinkError("link.ecn_k_bytes", ecn_k_bytes, f"at least one MTU ({mtu} bytes)")
+        if queue_bytes is None:
+            queue_bytes = max(int(Q_REF_BYTES * ratio), int(rate_mbps * 1e6 / 8 * QUEUE_MS / 1000),
+                              QUEUE_K_RATIO * ecn_k_bytes)
+        else:
+            queue_bytes = int(_number("link.queue_bytes", queue_bytes))
+        if ecn_k_bytes >= queue_bytes:
+            raise LinkError("link.ecn_k_bytes", ecn_k_bytes,
+                            f"below the queue limit link.queue_bytes={queue_bytes}")
+        if queue_bytes < 2 * mtu:
+            raise LinkError("link.queue_bytes", queue_bytes, f"at least two MTUs ({2 * mtu} bytes)")
+        return cls(float(rate_mbps), queue_bytes, ecn_k_bytes, mtu)
+
+    @classmethod
+    def from_spec(cls, link, reference_gbps=REFERENCE_GBPS):
+        """Build from the spec's ``link`` mapping (keys: rate_mbps, ecn_k_bytes, queue_bytes, mtu)."""
+        link = dict(link or {})
+        allowed = {"rate_mbps", "ecn_k_bytes", "queue_bytes", "mtu"}
+        for key in link:
+            if key not in allowed:
+                raise LinkError(f"link.{key}", link[key], "unknown key; allowed: " + ", ".join(sorted(allowed)))
+        return cls.scaled(link.get("rate_mbps", DEFAULT_RATE_MBPS), mtu=link.get("mtu", DEFAULT_MTU),
+                          ecn_k_bytes=link.get("ecn_k_bytes"), queue_bytes=link.get("queue_bytes"),
+                          reference_gbps=reference_gbps)
+
+    @property
+    def rate_bps(self):
+        return int(self.rate_mbps * 1e6)
+
+    @property
+    def burst_bytes(self):
+        """HTB burst/cburst: at least 3 MTU (platform notes), more at high rates (1 ms of traffic)."""
+        return max(3 * (self.mtu + 14), int(self.rate_bps / 8 / 1000))
+
+    def to_dict(self):
+        return asdict(self)

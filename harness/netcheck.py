@@ -1,0 +1,134 @@
+"""``interleave netcheck``: build the fabric, check it works as emulated, tear it down.
+
+Checks (each gives ok, the measured figures, and a one-line detail):
+  reachability    every ordered host pair answers one ping (fping from every host at once)
+  routes          the routes walked from the controller's acknowledged entries equal the computed ones
+  shaped_rate     one TCP flow across the fabric reaches the link rate within +-10 % (goodput is
+                  compared with rate x payload share of a frame, since HTB counts whole frames)
+  ecn_congested   two full-rate flows into one host: the marker marks and the receiver sees CE > 0
+  ecn_idle        one flow paced at half the link rate: no marks anywhere, no CE at the receiver
+A check that cannot run (a tool missing) fails with the reason; nothing is skipped silently.
+"""
+import json
+import time
+
+TCP_IP_HEADERS = 52   # IPv4 20 + TCP 20 + timestamps 12
+ETH_HEADER = 14
+
+
+def payload_share(mtu):
+    return (mtu - TCP_IP_HEADERS) / (mtu + ETH_HEADER)
+
+
+def ce_received(fab, host):
+    """IpExtInCEPkts of ``host`` (CE-marked IP packets it received)."""
+    text = fab.in_host(host, "cat /proc/net/netstat")
+    lines = [l.split() for l in text.splitlines() if l.startswith("IpExt:")]
+    return int(dict(zip(lines[0][1:], lines[1][1:]))["InCEPkts"])
+
+
+def iperf(fab, pairs, seconds, rate_bps=None):
+    """Run concurrent iperf3 flows [(src, dst)]; return received bits/s of each."""
+    servers, clients = [], []
+    for i, (_src, dst) in enumerate(pairs):
+        servers.append(fab.net.get(dst).popen(["iperf3", "-s", "-1", "-p", str(5201 + i)]))
+    time.sleep(0.3)
+    for i, (src, dst) in enumerate(pairs):
+        argv = ["iperf3", "-c", fab.topo.ip(dst), "-p", str(5201 + i), "-t", str(seconds), "-J"]
+        if rate_bps:
+            argv += ["-b", str(int(rate_bps)), "--fq-rate", str(int(rate_bps))]
+        clients.append(fab.net.get(src).popen(argv))
+    rates = []
+    for c in clients:
+        out, _ = c.communicate(timeout=seconds + 20)
+        try:
+            rates.append(json.loads(out)["end"]["sum_received"]["bits_per_second"])
+        except (ValueError, KeyError):
+            rates.append(0.0)
+    for s in servers:
+        try:
+            s.wait(5)
+        except Exception:
+            s.kill()
+    return rates
+
+
+def _marks(fab):
+    return {dev: c.get("marked", 0) for dev, c in fab.marker_counters().items()}
+
+
+def check_reachability(fab):
+    topo = fab.topo
+    procs = {}
+    for h in topo.hosts:
+        others = [topo.ip(o) for o in topo.hosts if o != h]
+        procs[h] = fab.net.get(h).popen(["fping", "-c1", "-t1000", "-q", *others])
+    failed = []
+    for h, p in procs.items():
+        _out, err = p.communicate(timeout=30)
+        if p.returncode:
+            failed += [f"{h}->{line.split()[0]}" for line in err.decode().splitlines() if "100%" in line]
+    pairs = len(topo.hosts) * (len(topo.hosts) - 1)
+    return {"name": "reachability", "ok": not failed, "pairs": pairs, "unreachable": failed[:20],
+            "detail": f"{pairs - len(failed)}/{pairs} host pairs reachable"}
+
+
+def check_routes(fab):
+    installed = fab.installed_routes()
+    want = {f"{s}>{d}": p for (s, d), p in fab.routes.items()}
+    wrong = sorted(k for k in want if installed.get(k) != want[k])
+    return {"name": "routes", "ok": not wrong, "routes": len(want), "mismatched": wrong[:20],
+            "detail": f"{len(want) - len(wrong)}/{len(want)} installed routes match the computed ones"}
+
+
+def far_pair(topo):
+    """Two hosts whose route is the longest (first such pair in host order)."""
+    return topo.hosts[0], topo.hosts[-1]
+
+
+def check_shaped_rate(fab, seconds=3):
+    src, dst = far_pair(fab.topo)
+    params = fab.topo.link_between(src, fab.topo.edge_of(src)).params
+    expect = params.rate_bps * payload_share(params.mtu)
+    got = iperf(fab, [(src, dst)], seconds)[0]
+    ratio = got / expect
+    return {"name": "shaped_rate", "ok": abs(ratio - 1) <= 0.10, "flow": f"{src}->{dst}",
+            "expected_mbps": round(expect / 1e6, 2), "measured_mbps": round(got / 1e6, 2),
+            "ratio": round(ratio, 3), "detail": f"{got / 1e6:.1f} of {expect / 1e6:.1f} Mbit/s goodput ({ratio:.1%})"}
+
+
+def check_ecn(fab, seconds=4):
+    topo = fab.topo
+    a, b, dst = topo.hosts[0], topo.hosts[1], topo.hosts[-1]
+    params = topo.link_between(dst, topo.edge_of(dst)).params
+    # congested: two full-rate senders into one receiver
+    m0, ce0 = _marks(fab), ce_received(fab, dst)
+    rates = iperf(fab, [(a, dst), (b, dst)], seconds)
+    m1, ce1 = _marks(fab), ce_received(fab, dst)
+    marked = {d: m1[d] - m0.get(d, 0) for d in m1 if m1[d] - m0.get(d, 0)}
+    congested = {"name": "ecn_congested", "ok": sum(marked.values()) > 0 and ce1 - ce0 > 0,
+                 "flows": [f"{a}->{dst}", f"{b}->{dst}"], "goodput_mbps": [round(r / 1e6, 2) for r in rates],
+                 "marker_marks": marked, "receiver_ce": ce1 - ce0,
+                 "detail": f"{sum(marked.values())} packets marked at {sorted(marked) or 'no port'}, "
+                           f"{ce1 - ce0} CE packets at {dst}"}
+    # idle: one flow at half the rate
+    m0, ce0 = m1, ce1
+    rate = iperf(fab, [(a, dst)], seconds, rate_bps=params.rate_bps * 0.5)[0]
+    m1, ce1 = _marks(fab), ce_received(fab, dst)
+    marked = {d: m1[d] - m0.get(d, 0) for d in m1 if m1[d] - m0.get(d, 0)}
+    idle = {"name": "ecn_idle", "ok": not marked and ce1 == ce0 and rate > 0,
+            "flows": [f"{a}->{dst} at {params.rate_mbps * 0.5:g} Mbit/s"], "goodput_mbps": [round(rate / 1e6, 2)],
+            "marker_marks": marked, "receiver_ce": ce1 - ce0,
+            "detail": f"{sum(marked.values())} marks, {ce1 - ce0} CE packets with the link half loaded"}
+    return [congested, idle]
+
+
+def run_checks(fab, log=lambda msg: None):
+    checks = []
+    for fn in (check_reachability, check_routes, check_shaped_rate, check_ecn):
+        log(f"check: {fn.__name__[6:]}")
+        res = fn(fab)
+        for r in res if isinstance(res, list) else [res]:
+            checks.append(r)
+            log(f"  {'PASS' if r['ok'] else 'FAIL'} {r['name']}: {r['detail']}")
+    return checks

@@ -1,0 +1,147 @@
+"""Egress queues of emulated links: HTB shaping and the two ECN-marker backends.
+
+Every function that changes the kernel is split in two: ``*_cmds`` returns the argv lists
+(plain data, unit-tested without root) and the caller runs them where the interface lives.
+
+Each interface gets: ``root htb`` -> class ``1:1`` at the link rate -> a child queue (``bfifo``
+holding ``queue_bytes``, or ``red`` for the red marker). Markers are chosen by name
+(``MARKERS[name]``) and share one interface: ``attach_cmds``, ``configure`` (after the
+interfaces exist) and ``counters`` (per-interface mark counts) and ``cleanup``.
+"""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+BPF_OBJECT = Path(__file__).resolve().parent / "bpf" / "ecn_marker.o"
+BPF_SOURCE = BPF_OBJECT.with_suffix(".c")
+BPF_PIN_DIR = Path("/sys/fs/bpf/tc/globals")
+BPF_MAPS = ("interleave_ecn_cfg", "interleave_ecn_q")
+
+
+def htb_cmds(dev, params, child=None):
+    """Shape ``dev`` to the link rate; ``child`` replaces the default bfifo child queue."""
+    rate = f"{params.rate_bps}bit"
+    burst = str(params.burst_bytes)
+    child = child or ["bfifo", "limit", str(params.queue_bytes)]
+    return [
+        ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"],
+        ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+         "rate", rate, "ceil", rate, "burst", burst, "cburst", burst],
+        ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", *child],
+    ]
+
+
+class BpfMarker:
+    """tc clsact-egress BPF program with a virtual queue per interface (harness/bpf/ecn_marker.c)."""
+    name = "bpf"
+
+    def __init__(self, obj=BPF_OBJECT, pin_dir=BPF_PIN_DIR):
+        self.obj, self.pin_dir = Path(obj), Path(pin_dir)
+
+    def queue_cmds(self, dev, params):
+        return htb_cmds(dev, params) + [
+            ["tc", "qdisc", "replace", "dev", dev, "clsact"],
+            ["tc", "filter", "replace", "dev", dev, "egress", "pref", "1", "handle", "1", "bpf", "da",
+             "obj", str(self.obj), "sec", "classifier"],
+        ]
+
+    @staticmethod
+    def config_value(params):
+        """Map value bytes for ecn_cfg: rate_bps, k_bytes, limit_bytes as little-endian u64."""
+        return b"".join(int(v).to_bytes(8, "little")
+                        for v in (params.rate_bps, params.ecn_k_bytes, params.queue_bytes))
+
+    def config_batch(self, entries):
+        """bpftool batch lines writing {ifindex: params} into the config map."""
+        pin = self.pin_dir / "interleave_ecn_cfg"
+        lines = []
+        for ifindex, params in sorted(entries.items()):
+            key = " ".join(f"{b:02x}" for b in int(ifindex).to_bytes(4, "little"))
+            val = " ".join(f"{b:02x}" for b in self.config_value(params))
+            lines.append(f"map update pinned {pin} key hex {key} value hex {val}")
+        return lines
+
+    def configure(self, entries):
+        """Write the config of every marked interface ({ifindex: LinkParams}) in one bpftool call."""
+        if not entries:
+            return
+        batch = "\n".join(self.config_batch(entries)) + "\n"
+        subprocess.run(["bpftool", "batch", "file", "/dev/stdin"], input=batch, text=True,
+                       check=True, capture_output=True)
+
+    def counters(self, devs):
+        """{dev: {marked, pkts, bytes, ect_pkts, overflow, ...}} for ``devs`` ({dev: ifindex})."""
+        pin = self.pin_dir / "interleave_ecn_q"
+        if not pin.exists():
+            return {}
+        out = subprocess.run(["bpftool", "-j", "map", "dump", "pinned", str(pin)],
+                             check=True, capture_output=True, text=True).stdout
+        by_index = parse_bpftool_dump(out)
+        return {dev: by_index[i] for dev, i in devs.items() if i in by_index}
+
+    def pins(self):
+        return [str(self.pin_dir / m) for m in BPF_MAPS]
+
+    def cleanup(self):
+        for p in self.pins():
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+
+
+def parse_bpftool_dump(text):
+    """Parse ``bpftool -j map dump`` of the queue map (BTF-formatted values) into plain dicts."""
+    result = {}
+    for entry in json.loads(text or "[]"):
+        formatted = entry.get("formatted", entry)
+        key, value = formatted["key"], formatted["value"]
+        if isinstance(key, list):  # raw byte form: ["0x05", "0x00", ...]
+            key = int.from_bytes(bytes(int(b, 16) for b in key), "little")
+        result[int(key)] = {k: v for k, v in value.items() if k != "lock"}
+    return result
+
+
+def parse_red_stats(text):
+    """The RED child queue's counters from ``tc -s -j qdisc show`` output ({} if no RED qdisc)."""
+    for q in json.loads(text or "[]"):
+        if q.get("kind") == "red":
+            opts = q.get("options", {})
+            marked = q.get("marked", opts.get("marked", 0))
+            return {"marked": marked, "pkts": q.get("packets", 0), "bytes": q.get("bytes", 0),
+                    "overflow": q.get("drops", 0)}
+    return {}
+
+
+class RedMarker:
+    """tc RED as the child queue, step marking at K (where the kernel has sch_red)."""
+    name = "red"
+
+    def queue_cmds(self, dev, params):
+        k, limit, mtu = params.ecn_k_bytes, params.queue_bytes, params.mtu
+        red = ["red", "limit", str(limit), "min", str(k), "max", str(k + mtu), "avpkt", str(mtu),
+               "burst", str(max(2, k // mtu + 1)), "bandwidth", f"{params.rate_bps}bit",
+               "probability", "1.0", "ecn"]
+        return htb_cmds(dev, params, child=red)
+
+    def configure(self, entries):
+        pass
+
+    def counters(self, devs):
+        """{dev: {marked, pkts, bytes, overflow}} from ``tc -s qdisc`` for ``devs`` ({dev: ifindex})."""
+        result = {}
+        for dev in devs:
+            out = subprocess.run(["tc", "-s", "-j", "qdisc", "show", "dev", dev], check=True,
+                                 capture_output=True, text=True).stdout
+            result.update({dev: parse_red_stats(out)} if parse_red_stats(out) else {})
+        return result
+
+    def pins(self):
+        return []
+
+    def cleanup(self):
+        pass
+
+
+MARKERS = {"bpf": BpfMarker, "red": RedMarker}

@@ -1,0 +1,83 @@
+"""Routes between every ordered pair of hosts, computed from the topology alone (no root).
+
+A route is the list of nodes from source host to destination host. Among equal-cost shortest
+paths, pairs are taken in a fixed order (source number, then destination number) and each gets
+the candidate whose busiest directed link carries the fewest routes so far (ties: the first in
+networkx's sorted path order). The result is deterministic and spreads load like a hand-balanced
+ECMP. ``pins`` override single pairs with a given path, which must be a simple path along links.
+
+Every route is loop-free by construction (a simple path); the forwarding state that realises it
+matches (eth_src, eth_dst), so two routes never interfere.
+"""
+import itertools
+
+import networkx as nx
+
+
+class RouteError(ValueError):
+    pass
+
+
+def directed_links(path):
+    """The directed link ids ``a>b`` a route crosses, in order."""
+    return [f"{u}>{v}" for u, v in zip(path, path[1:])]
+
+
+def check_path(topo, src, dst, path):
+    g = topo.graph()
+    if not path or path[0] != src or path[-1] != dst:
+        raise RouteError(f"pinned path for {src}->{dst} must start at {src} and end at {dst}: {path}")
+    if len(set(path)) != len(path):
+        raise RouteError(f"pinned path for {src}->{dst} visits a node twice: {path}")
+    for u, v in zip(path, path[1:]):
+        if not g.has_edge(u, v):
+            raise RouteError(f"pinned path for {src}->{dst} uses {u}-{v}, which is not a link")
+        if g.nodes[u]["kind"] == "host" and u != src:
+            raise RouteError(f"pinned path for {src}->{dst} passes through host {u}")
+    return list(path)
+
+
+def compute_routes(topo, pins=None):
+    """Return {(src, dst): [nodes]} for all ordered host pairs."""
+    g = topo.graph()
+    pins = dict(pins or {})
+    load = {}
+    routes = {}
+    for (src, dst), path in pins.items():
+        routes[(src, dst)] = check_path(topo, src, dst, path)
+        for d in directed_links(path):
+            load[d] = load.get(d, 0) + 1
+    order = sorted(itertools.permutations(topo.hosts, 2),
+                   key=lambda p: (topo.host_index(p[0]), topo.host_index(p[1])))
+    # Hosts are never transit nodes: search on the switch graph plus the two endpoints.
+    switches = g.subgraph(list(topo.switches))
+    for src, dst in order:
+        if (src, dst) in routes:
+            continue
+        a, b = topo.edge_of(src), topo.edge_of(dst)
+        cands = sorted(nx.all_shortest_paths(switches, a, b)) if a != b else [[a]]
+        best = min(cands, key=lambda p: (max((load.get(d, 0) for d in directed_links(p)), default=0),
+                                          sum(load.get(d, 0) for d in directed_links(p))))
+        path = [src, *best, dst]
+        routes[(src, dst)] = path
+        for d in directed_links(path):
+            load[d] = load.get(d, 0) + 1
+    return routes
+
+
+def flow_table(topo, routes):
+    """Per switch, the forwarding entries realising ``routes``: {switch: [(src, dst, out_port)]}."""
+    table = {s: [] for s in topo.switches}
+    for (src, dst), path in sorted(routes.items(), key=lambda kv: (topo.host_index(kv[0][0]), topo.host_index(kv[0][1]))):
+        for prev, node, nxt in zip(path, path[1:], path[2:]):
+            table[node].append((src, dst, topo.port(node, nxt)))
+    return table
+
+
+def link_load(routes):
+    """How many routes cross each directed link."""
+    load = {}
+    for path in routes.values():
+        for d in directed_links(path):
+            load[d] = load.get(d, 0) + 1
+    return load

@@ -1,0 +1,71 @@
+import networkx as nx
+import pytest
+
+from controllers.fabric_app import route_entries
+from harness.routing import RouteError, check_path, compute_routes, directed_links, flow_table, link_load
+from topologies import dumbbell, fattree, leafspine
+
+
+@pytest.mark.parametrize("topo", [fattree(), leafspine(), dumbbell(3), fattree(k=6, hosts_per_edge=2)],
+                         ids=["fattree", "leafspine", "dumbbell", "fattree6"])
+def test_all_pairs_loop_free_shortest(topo):
+    g = topo.graph()
+    routes = compute_routes(topo)
+    assert len(routes) == len(topo.hosts) * (len(topo.hosts) - 1)
+    for (src, dst), path in routes.items():
+        assert path[0] == src and path[-1] == dst
+        assert len(set(path)) == len(path)                      # loop-free
+        assert all(g.has_edge(u, v) for u, v in zip(path, path[1:]))
+        assert len(path) - 1 == nx.shortest_path_length(g, src, dst)
+        assert not any(n.startswith("h") for n in path[1:-1])   # hosts never transit
+
+
+def test_deterministic():
+    assert compute_routes(fattree()) == compute_routes(fattree())
+
+
+def test_ecmp_spreads_over_all_cores():
+    topo = fattree()
+    load = link_load(compute_routes(topo))
+    up_to_core = {d: n for d, n in load.items()
+                  if topo.switches.get(d.split(">")[0]) == "agg" and topo.switches.get(d.split(">")[1]) == "core"}
+    assert len(up_to_core) == 16                                 # every agg->core link used
+    assert max(up_to_core.values()) - min(up_to_core.values()) <= 2
+    edge_up = [n for d, n in load.items() if topo.switches.get(d.split(">")[0]) == "edge"
+               and topo.switches.get(d.split(">")[1]) == "agg"]
+    assert max(edge_up) - min(edge_up) <= 2
+
+
+def test_pins_override_and_are_checked():
+    topo = fattree()
+    default = compute_routes(topo)[("h1", "h24")]
+    cores = [n for n in topo.switches if topo.switches[n] == "core"]
+    other = next(c for c in cores if c not in default)
+    g = topo.graph()
+    agg_src = next(a for a in g[other] if nx.has_path(g, a, "s1") and "s1" in g[a])
+    agg_dst = next(a for a in g[other] if "s8" in g[a])
+    pinned = ["h1", "s1", agg_src, other, agg_dst, "s8", "h24"]
+    routes = compute_routes(topo, pins={("h1", "h24"): pinned})
+    assert routes[("h1", "h24")] == pinned
+    with pytest.raises(RouteError, match="not a link"):
+        check_path(topo, "h1", "h24", ["h1", "s1", "s17", "s8", "h24"])
+    with pytest.raises(RouteError, match="start at h1"):
+        check_path(topo, "h1", "h24", ["h2", "s1", "h24"])
+
+
+def test_flow_table_and_controller_entries_realise_routes():
+    topo = leafspine()
+    routes = compute_routes(topo)
+    table = flow_table(topo, routes)
+    entries = route_entries(topo.to_dict(), {f"{s}>{d}": p for (s, d), p in routes.items()})
+    # walk the controller's entries from each source and get the route back
+    for (src, dst), path in routes.items():
+        node, walked = topo.edge_of(src), [src]
+        while node != dst:
+            walked.append(node)
+            port = entries[topo.dpid(node)][(topo.mac(src), topo.mac(dst))]
+            assert (src, dst, port) in table[node]
+            link = next(l for l in topo.links if (l.a == node and l.a_port == port) or (l.b == node and l.b_port == port))
+            node = link.b if link.a == node else link.a
+        assert walked + [dst] == path
+    assert directed_links(["h1", "s1", "h2"]) == ["h1>s1", "s1>h2"]

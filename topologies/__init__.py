@@ -1,0 +1,30 @@
+"""Fabric topologies as plain data: build and inspect them without root.
+
+Naming rules (the rest of the product relies on them):
+  * hosts are ``h1..hN``, numbered pod by pod, edge switch by edge switch (fat-tree),
+    ToR by ToR (leaf-spine), left side then right side (dumbbell);
+  * switches are ``s1..sM``; a switch's number is its OpenFlow datapath id;
+    its *layer* (``edge``/``agg``/``core``) says where it sits;
+  * a link is named ``a-b`` with ``a`` the end nearer the hosts; its two
+    directions are ``a>b`` (up, away from hosts) and ``b>a`` (down);
+  * port numbers are assigned in the order links are added, from 1 on each node;
+    host ``hI`` has MAC ``00:00:00:00:00:II`` (hex) and IP ``10.0.0.I``.
+
+``by_name(name, **params)`` builds any of them from the spec's ``topology`` mapping.
+"""
+from topologies.base import Link, Topology, TopologyError
+from topologies.dumbbell import dumbbell
+from topologies.fattree import fattree
+from topologies.leafspine import leafspine
+
+BUILDERS = {"fattree": fattree, "leafspine": leafspine, "dumbbell": dumbbell}
+
+
+def by_name(name, link=None, **params):
+    """Build the topology called ``name`` with its keyword parameters."""
+    if name not in BUILDERS:
+        raise TopologyError("topology.name", name, "one of " + ", ".join(sorted(BUILDERS)))
+    return BUILDERS[name](link=link, **params)
+
+
+__all__ = ["BUILDERS", "Link", "Topology", "TopologyError", "by_name", "dumbbell", "fattree", "leafspine"]
