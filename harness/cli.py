@@ -62,10 +62,10 @@ def cmd_netcheck(args):
         raise EnvError("netcheck builds a network and needs root", "run it with sudo")
     backends = probe.resolve(findings, args.datapath, args.ecn_marker)
     probe.require_ready(findings)
-    log(f"netcheck: {topo.name}, {len(topo.hosts)} hosts, {len(topo.switches)} switches; "
-        f"datapath {backends['datapath']}, ECN marker {backends['ecn_marker']}, "
-        f"{backends['congestion_control']}+ECN")
     with RunLock(log=log) as lock:
+        log(f"netcheck: {topo.name}, {len(topo.hosts)} hosts, {len(topo.switches)} switches; "
+            f"datapath {backends['datapath']}, ECN marker {backends['ecn_marker']}, "
+            f"{backends['congestion_control']}+ECN")
         with Fabric(topo, lock.ledger, lock.dir, datapath=backends["datapath"], marker=backends["ecn_marker"],
                     cc=backends["congestion_control"], log=log) as fab:
             checks = run_checks(fab, log)

@@ -1,0 +1,56 @@
+"""Emulation tier: real namespaces, OVS and tc. Needs root (CI runs as root).
+
+Every test here is checked for leaks: after it, no bridge, veth, BPF pin or process of ours may
+remain that was not there before.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.geteuid() != 0:
+        skip = pytest.mark.skip(reason="emulation tier needs root: sudo make test")
+        for item in items:
+            if "tests/emulation" in str(item.fspath):
+                item.add_marker(skip)
+
+
+def net_state():
+    veths = set(subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True,
+                               text=True).stdout.split("\n"))
+    veths = {l.split(":")[1].strip().split("@")[0] for l in veths if l.strip()}
+    bridges = set(subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True).stdout.split())
+    pins = {p.name for p in Path("/sys/fs/bpf/tc/globals").glob("interleave_*")}
+    procs = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "controllers.launch" in cmd or "mininet:h" in cmd:
+                procs.add(int(d.name))
+    allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().strip()
+    return {"veths": veths, "bridges": bridges, "pins": pins, "procs": procs, "allowed_cc": allowed}
+
+
+@pytest.fixture(autouse=True)
+def no_leaks():
+    before = net_state()
+    yield
+    after = net_state()
+    for key in ("veths", "bridges", "pins", "procs"):
+        leaked = after[key] - before[key]
+        assert not leaked, f"leaked {key}: {sorted(leaked)[:10]}"
+    assert after["allowed_cc"] == before["allowed_cc"]
+
+
+def interleave(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout, env=dict(os.environ, PYTHONWARNINGS="ignore"))

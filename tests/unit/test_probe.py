@@ -1,0 +1,65 @@
+import pytest
+
+from harness import probe
+from harness.errors import EnvError, UsageError
+
+
+def findings(**kw):
+    f = {"root": True, "kernel": "x", "kernel_ovs_datapath": False, "dctcp": False,
+         "congestion_controls": ["reno", "cubic"], "wmem_default": 8388608, "bpf_object": True,
+         "ovs": {"installed": True, "version": "3.1.0", "ovsdb_server": True, "ovs_vswitchd": True},
+         "tools": {"mnexec": True, "clang": True}, "python": {"mininet": True, "os_ken": True},
+         "qdiscs": {"htb": True, "red": False, "netem": False, "clsact": True, "bpf": True}}
+    f.update(kw)
+    f["backends"], f["problems"] = probe.choose_backends(f)
+    return f
+
+
+def test_this_platform_picks_user_datapath_and_bpf():
+    f = findings()
+    assert f["backends"]["datapath"] == "user" and f["backends"]["ecn_marker"] == "bpf"
+    assert f["backends"]["congestion_control"] == "cubic" and f["backends"]["link_delay"] is None
+    assert f["problems"] == []
+
+
+def test_stock_vm_kernel_picks_kernel_datapath_red_dctcp():
+    f = findings(kernel_ovs_datapath=True, dctcp=True,
+                 qdiscs={"htb": True, "red": True, "netem": True, "clsact": True, "bpf": True})
+    assert f["backends"]["datapath"] == "kernel" and f["backends"]["ecn_marker"] == "red"
+    assert f["backends"]["congestion_control"] == "dctcp" and f["backends"]["link_delay"] == "netem"
+
+
+def test_problems_come_with_fixes():
+    f = findings(root=False, wmem_default=212992,
+                 ovs={"installed": True, "version": "3.1.0", "ovsdb_server": False, "ovs_vswitchd": False},
+                 qdiscs={"htb": True, "red": False, "netem": False, "clsact": True, "bpf": False})
+    texts = " | ".join(p["problem"] for p in f["problems"])
+    assert "not root" in texts and "daemons are not running" in texts and "no ECN marker" in texts
+    assert "wmem_default" in texts
+    assert all(p["fix"] for p in f["problems"])
+    with pytest.raises(EnvError, match="fix: run with sudo"):
+        probe.require_ready(f)
+
+
+def test_overrides_fail_clearly_when_impossible():
+    f = findings()
+    with pytest.raises(EnvError, match="no openvswitch module"):
+        probe.resolve(f, datapath="kernel")
+    with pytest.raises(EnvError, match="no sch_red"):
+        probe.resolve(f, ecn_marker="red")
+    with pytest.raises(UsageError):
+        probe.resolve(f, ecn_marker="wred")
+    assert probe.resolve(f, datapath="user", ecn_marker="bpf")["ecn_marker"] == "bpf"
+
+
+def test_render_names_backends():
+    text = probe.render(findings())
+    assert "datapath            user" in text and "ecn_marker          bpf" in text
+    assert "ready" in text
+
+
+def test_doctor_runs_without_root_as_prediction(monkeypatch):
+    f = probe.doctor(root=False)
+    assert f["root"] is False
+    assert f["qdiscs"]["bpf"] is None            # unknown without root, not guessed as yes/no
+    assert any("not root" in p["problem"] for p in f["problems"])

@@ -1,0 +1,62 @@
+import json
+from pathlib import Path
+
+from harness.linkmodel import LinkParams
+from harness.qdisc import BpfMarker, RedMarker, htb_cmds, parse_bpftool_dump, parse_red_stats
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def test_htb_then_bfifo():
+    p = LinkParams.scaled(50)
+    cmds = htb_cmds("ils1-eth1", p)
+    assert cmds[0] == ["tc", "qdisc", "replace", "dev", "ils1-eth1", "root", "handle", "1:", "htb", "default", "1"]
+    assert cmds[1][cmds[1].index("rate") + 1] == "50000000bit"
+    assert cmds[1][cmds[1].index("ceil") + 1] == "50000000bit"
+    assert int(cmds[1][cmds[1].index("burst") + 1]) >= 3 * 9000
+    assert cmds[2][-3:] == ["bfifo", "limit", "300000"]
+
+
+def test_bpf_marker_attaches_on_clsact_egress():
+    m = BpfMarker(obj="/x/ecn_marker.o")
+    cmds = m.queue_cmds("ils1-eth1", LinkParams.default())
+    assert ["tc", "qdisc", "replace", "dev", "ils1-eth1", "clsact"] in cmds
+    filt = cmds[-1]
+    assert filt[:6] == ["tc", "filter", "replace", "dev", "ils1-eth1", "egress"]
+    assert filt[filt.index("obj") + 1] == "/x/ecn_marker.o" and "da" in filt
+
+
+def test_bpf_config_bytes_match_the_c_struct():
+    p = LinkParams.default()
+    raw = BpfMarker.config_value(p)
+    assert len(raw) == 24
+    rate, k, limit = (int.from_bytes(raw[i:i + 8], "little") for i in (0, 8, 16))
+    assert (rate, k, limit) == (50_000_000, 90_000, 300_000)
+    line = BpfMarker(pin_dir="/p").config_batch({460: p})[0]
+    assert line.startswith("map update pinned /p/interleave_ecn_cfg key hex cc 01 00 00 value hex 80 f0 fa 02")
+
+
+def test_parse_real_bpftool_dump():
+    counters = parse_bpftool_dump((FIX / "bpftool_ecn_q_dump.json").read_text())
+    assert set(counters) == {455, 456, 457, 458, 459, 460}
+    assert counters[460]["pkts"] == 3 and counters[460]["marked"] == 0
+    assert "lock" not in counters[460]
+    # raw-byte keys (no BTF) are decoded too
+    raw = json.loads((FIX / "bpftool_ecn_q_dump.json").read_text())
+    assert int.from_bytes(bytes(int(b, 16) for b in raw[0]["key"]), "little") in counters
+
+
+def test_red_backend_step_marks_at_k():
+    p = LinkParams.scaled(50, mtu=1500)
+    red = RedMarker().queue_cmds("x", p)[-1]
+    assert red[red.index("min") + 1] == str(p.ecn_k_bytes)
+    assert int(red[red.index("max") + 1]) == p.ecn_k_bytes + 1500
+    assert "ecn" in red and red[red.index("probability") + 1] == "1.0"
+    assert red[red.index("limit") + 1] == str(p.queue_bytes)
+
+
+def test_red_stats_parse():
+    assert parse_red_stats((FIX / "tc_qdisc_htb_bpf.json").read_text()) == {}
+    text = json.dumps([{"kind": "htb"}, {"kind": "red", "bytes": 10, "packets": 2, "drops": 1,
+                                         "options": {"marked": 7}}])
+    assert parse_red_stats(text) == {"marked": 7, "pkts": 2, "bytes": 10, "overflow": 1}
