@@ -1,0 +1,107 @@
+"""CASSINI's Algorithm 2 (NSDI'24 §4.2): score candidate placements, pick one, compute time-shifts.
+
+For one candidate: the directed links carrying more than one job are grouped by the set of jobs
+they carry (a link group shares one optimisation: the same jobs must use the same shifts on all of
+them, so grouping removes loops that would be spurious); each group is optimised (circles.optimise),
+the Affinity graph is built with t_j^l as weights and Algorithm 1 assigns one shift per job.
+A candidate whose graph has a loop is discarded (the paper) unless every link still gets its
+optimised relative shifts ("consistent", an implementer extension). Candidates are ranked by the
+mean (or min) of their link scores; a candidate without shared links scores 1.0.
+"""
+from dataclasses import dataclass, field
+
+from harness.schedulers import affinity, circles, traffic
+
+
+@dataclass
+class Evaluation:
+    placement: dict
+    score: float
+    link_scores: dict          # link -> score at the optimised shifts
+    link_jobs: dict            # link -> [jobs] (shared links only)
+    shifts: dict               # job -> time-shift ms
+    loop_free: bool
+    consistent: bool
+    accepted: bool
+    approximate: bool = False
+    exact: bool = True
+    groups: int = 0
+    notes: list = field(default_factory=list)
+
+
+def quantised_period(it_ms, quantum_ms):
+    return max(quantum_ms, round(it_ms / quantum_ms) * quantum_ms)
+
+
+def link_demands(placement, profiles_of, routes):
+    """{link: {job: demand_fn}} for every directed link any job crosses."""
+    out = {}
+    for job, hosts in placement.items():
+        prof = profiles_of[job]
+        for link, rates in traffic.link_loads(prof, hosts, routes).items():
+            out.setdefault(link, {})[job] = traffic.demand_fn(prof, rates)
+    return out
+
+
+def evaluate(placement, profiles_of, routes, capacity, params, initial_shifts=None):
+    """Optimise shifts for one candidate placement (CASSINI Algorithm 2, inner loop)."""
+    demands = link_demands(placement, profiles_of, routes)
+    shared = {l: d for l, d in demands.items() if len(d) > 1}
+    link_jobs = {l: sorted(d) for l, d in shared.items()}
+    groups = {}
+    for l, js in sorted(link_jobs.items()):
+        groups.setdefault(tuple(js), []).append(l)
+    q = params["quantum_ms"]
+    period = {j: quantised_period(profiles_of[j].iteration_ms, q) for j in placement}
+    weights, link_scores, group_jobs = {}, {}, {}
+    approx, exact = False, True
+    for jobs, links in groups.items():
+        gid = "+".join(links)
+        group_jobs[gid] = list(jobs)
+        sol = circles.optimise([(profiles_of[j].iteration_ms, [shared[l][j] for l in links]) for j in jobs],
+                               capacity, params["discretization_deg"], q, params["max_perimeter_ms"],
+                               params["exact_max_jobs"])
+        approx |= sol.approximate
+        exact &= sol.exact
+        for l, s in zip(links, sol.link_scores):
+            link_scores[l] = s
+        for j, t in zip(jobs, sol.shifts_ms):
+            weights[(j, gid)] = t % period[j]
+    g = affinity.build(group_jobs, weights)
+    loop_free = not affinity.has_loop(g)
+    initial = dict(initial_shifts or {})
+    ref = (lambda js: next((j for j in js if j in initial), js[0]))
+    shifts = affinity.assign(g, period, reference=ref, initial=initial)
+    broken = affinity.preserved(g, shifts, period) if not loop_free else []
+    consistent = not broken
+    for j in placement:
+        shifts.setdefault(j, float(initial.get(j, 0.0)))
+    agg = params.get("aggregate", "mean")
+    vals = list(link_scores.values())
+    score = 1.0 if not vals else (min(vals) if agg == "min" else sum(vals) / len(vals))
+    notes = [f"loop through {', '.join(sorted(broken)[:4])}: relative shifts cannot all hold"] if broken else []
+    return Evaluation(placement, score, link_scores, link_jobs, shifts, loop_free, consistent, consistent,
+                      approx, exact, len(groups), notes)
+
+
+def score_placement(placement, profiles_of, routes, capacity, params, shifts):
+    """Link scores of a placement running with given shifts (what a base scheduler gets)."""
+    demands = link_demands(placement, profiles_of, routes)
+    out = {}
+    for l, d in sorted(demands.items()):
+        if len(d) > 1:
+            js = sorted(d)
+            out[l] = circles.score_at([(profiles_of[j].iteration_ms, d[j]) for j in js], capacity,
+                                      [shifts.get(j, 0.0) for j in js], params["discretization_deg"],
+                                      params["quantum_ms"], params["max_perimeter_ms"])
+    return out
+
+
+def choose(cands, profiles_of, routes, capacity, params, initial_shifts=None):
+    """Best accepted candidate (highest score, then lowest index); None if all have loops."""
+    evals = [evaluate(c, profiles_of, routes, capacity, params, initial_shifts) for c in cands]
+    ok = [(i, e) for i, e in enumerate(evals) if e.accepted]
+    if not ok:
+        return None, evals
+    i, best = max(ok, key=lambda ie: (ie[1].score, -ie[0]))
+    return i, evals

@@ -1,0 +1,134 @@
+"""Base placement policies and the candidate placements they propose (documented simplifications).
+
+Cluster model: one GPU per host; a *rack* is an edge switch (ToR), a *pod* the racks sharing
+aggregation switches. Pinned hosts from a spec are always respected.
+
+  themis  (Mahajan et al., NSDI'20), kept: finish-time fairness decides *who* gets GPUs (jobs
+          furthest behind their fair share first; at one epoch with no history that is arrival
+          order), a job gets the workers it asks for, and the network penalty for spanning racks
+          makes it pack into as few racks as possible. Not kept: auctions, leases, bid valuation.
+  pollux  (Qiao et al., OSDI'21), kept: worker counts chosen for cluster goodput, greedily adding the
+          worker with the largest marginal goodput, with speedup N / (1 + c (N - 1)) (c = the job's
+          communication fraction) and a statistical-efficiency penalty past its requested count
+          (at most 2x). Not kept: batch-size/learning-rate co-adaptation, migration cost.
+  random  hosts drawn uniformly (the paper's "highest network overhead" baseline).
+  ideal   themis's placement; each job is meant to run alone (the yardstick).
+  fixed   the spec's pinned hosts and time_shift_ms; no decisions.
+
+Candidates (CASSINI §4.2 step 1): the base allocation is kept (same worker counts, same number of
+racks per job: same fairness) and up to N alternatives differ only in *which* racks and hosts;
+generated from a seeded random generator, duplicates dropped, candidate 0 is the base placement.
+"""
+import numpy as np
+
+
+class PlacementError(ValueError):
+    pass
+
+
+def racks(topo):
+    """{rack (edge switch): [hosts]} in host order."""
+    out = {}
+    for h in topo.hosts:
+        out.setdefault(topo.edge_of(h), []).append(h)
+    return out
+
+
+def _pack(job_workers, free, rack_of, rack_order, rng=None):
+    """Best-fit packing: each job into the fewest racks (fullest-fit first); hosts in order."""
+    free_by_rack = {}
+    for h in free:
+        free_by_rack.setdefault(rack_of[h], []).append(h)
+    placement = {}
+    for name, n in job_workers:
+        chosen = []
+        avail = sorted((r for r in rack_order if free_by_rack.get(r)), key=lambda r: -len(free_by_rack[r]))
+        fit = [r for r in avail if len(free_by_rack[r]) >= n]
+        if fit:  # smallest rack that holds the whole job (keeps big holes for big jobs)
+            r = min(fit, key=lambda r: len(free_by_rack[r]))
+            take = free_by_rack[r] if rng is None else list(rng.permutation(free_by_rack[r]))
+            chosen = take[:n]
+        else:
+            for r in avail:
+                take = free_by_rack[r] if rng is None else list(rng.permutation(free_by_rack[r]))
+                chosen += take[:n - len(chosen)]
+                if len(chosen) == n:
+                    break
+        if len(chosen) < n:
+            raise PlacementError(f"job {name} needs {n} hosts, only {len(chosen)} free")
+        for h in chosen:
+            free_by_rack[rack_of[h]].remove(h)
+        placement[name] = sorted(chosen, key=lambda h: int(h[1:]))
+    return placement
+
+
+def pollux_workers(jobs, profiles, n_free):
+    """Goodput-driven worker counts: {job: N}."""
+    alloc = {j.name: 1 for j in jobs}
+    left = n_free - len(jobs)
+    if left < 0:
+        raise PlacementError("more jobs than free hosts")
+
+    def goodput(j, n):
+        c = profiles[j.model].comm_fraction
+        speed = n / (1 + c * (n - 1))
+        eff = 1.0 / (1.0 + 0.25 * max(0, n - j.workers) / j.workers)
+        return speed * eff
+    by = {j.name: j for j in jobs}
+    while left > 0:
+        gains = {n: goodput(by[n], alloc[n] + 1) - goodput(by[n], alloc[n])
+                 for n in alloc if alloc[n] < 2 * by[n].workers}
+        if not gains:
+            break
+        best = max(sorted(gains), key=lambda n: gains[n])
+        if gains[best] <= 0.05:
+            break
+        alloc[best] += 1
+        left -= 1
+    return alloc
+
+
+def candidates(policy, jobs, topo, profiles, free, fixed=None, n=10, seed=1):
+    """Up to ``n`` placements {job: [hosts]} for ``jobs`` on ``free`` hosts; ``fixed`` jobs kept."""
+    fixed = dict(fixed or {})
+    rack_of = {h: topo.edge_of(h) for h in topo.hosts}
+    rack_order = list(racks(topo))
+    pinned = {j.name: j.hosts for j in jobs if j.hosts}
+    free = [h for h in free if not any(h in hs for hs in pinned.values())]
+    todo = [j for j in jobs if not j.hosts]
+    if policy == "pollux":
+        counts = pollux_workers(todo, profiles, len(free)) if todo else {}
+    else:
+        counts = {j.name: j.workers for j in todo}
+    need = sum(counts.values())
+    if need > len(free):
+        raise PlacementError(f"{need} workers asked, {len(free)} hosts free")
+    rng = np.random.default_rng(seed)
+    order = [(j.name, counts[j.name]) for j in todo]
+    out = []
+    if policy in ("themis", "pollux", "ideal"):
+        base = _pack(order, free, rack_of, rack_order)
+        out.append(base)
+        racks_used = {name: len({rack_of[h] for h in hs}) for name, hs in base.items()}
+        for _ in range(20 * n):
+            if len(out) >= n:
+                break
+            cand = _pack(order, free, rack_of, list(rng.permutation(rack_order)), rng)
+            if all(len({rack_of[h] for h in cand[name]}) == racks_used[name] for name in cand) and cand not in out:
+                out.append(cand)
+    elif policy == "random":
+        for _ in range(20 * n):
+            if len(out) >= n:
+                break
+            perm = list(rng.permutation(free))
+            cand, i = {}, 0
+            for name, c in order:
+                cand[name] = sorted(perm[i:i + c], key=lambda h: int(h[1:]))
+                i += c
+            if cand not in out:
+                out.append(cand)
+    elif policy == "fixed":
+        out.append({})
+    else:
+        raise PlacementError(f"unknown policy {policy}")
+    return [{**fixed, **pinned, **c} for c in out]

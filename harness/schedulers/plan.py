@@ -1,0 +1,134 @@
+"""Scheduling over a trace: epochs at arrivals (and at finishes that free hosts for waiting jobs).
+
+At each epoch the running jobs keep their hosts; waiting jobs are placed in arrival order when
+enough hosts are free (later jobs may go first if an earlier one does not fit). With ``+cassini``
+the base policy's candidates are scored, the best accepted one is taken, and Algorithm 1 gives
+shifts to every job sharing links with others (a running job keeps its shift as the reference of
+its component; others in that component may be re-phased, as CASSINI does at epoch boundaries).
+Without CASSINI, shifts are 0 (or the spec's time_shift_ms with ``fixed``).
+
+Finish times are estimated as placement + iterations x profile iteration time (the job alone): the
+emulator measures the real ones. Shifts are relative to the run's common reference instant T0:
+iteration k of job j is planned to start at T0 + shift_j + k x iteration_j.
+"""
+from harness.routing import compute_routes
+from harness.schedulers import cassini, placement as placement_mod
+
+
+class ScheduleError(ValueError):
+    pass
+
+
+def _links_json(link_jobs, link_scores):
+    return [{"id": l, "jobs": link_jobs[l], "score": round(link_scores[l], 4)} for l in sorted(link_jobs)]
+
+
+def schedule(spec, routes=None):
+    topo = spec.topology
+    routes = routes or compute_routes(topo)
+    profiles_of = {j.name: spec.profiles[j.model] for j in spec.jobs}
+    by_name = {j.name: j for j in spec.jobs}
+    params = spec.cassini
+    capacity = spec.reference_gbps
+    base, use_cassini = spec.base, spec.uses_cassini
+    pending = sorted(spec.jobs, key=lambda j: (j.arrival_s, spec.jobs.index(j)))
+    waiting, running, done, epochs, jobs_out = [], {}, {}, [], {}
+    shifts = {}
+    t = 0.0
+    epoch_no = 0
+    while pending or waiting:
+        if not waiting:
+            t = max(t, pending[0].arrival_s)
+        while pending and pending[0].arrival_s <= t + 1e-9:
+            waiting.append(pending.pop(0))
+        for name in [n for n, r in running.items() if r["finish"] <= t + 1e-9]:
+            done[name] = running.pop(name)
+        used = {h for r in running.values() for h in r["hosts"]}
+        free = [h for h in topo.hosts if h not in used]
+        placeable, n_free = [], len(free)
+        for j in waiting:
+            pinned_busy = j.hosts and any(h in used for h in j.hosts)
+            if j.workers <= n_free and not pinned_busy:
+                placeable.append(j)
+                n_free -= j.workers
+        if not placeable:
+            nxt = [r["finish"] for r in running.values()] + [p.arrival_s for p in pending]
+            if not nxt:
+                raise ScheduleError(f"job {waiting[0].name} needs {waiting[0].workers} hosts; the topology has "
+                                    f"{len(topo.hosts)}")
+            t = min(x for x in nxt if x > t - 1e-9) if any(x > t for x in nxt) else max(nxt)
+            continue
+        fixed = {n: r["hosts"] for n, r in running.items()}
+        n_cand = params["candidates"] if use_cassini else 1
+        try:
+            cands = placement_mod.candidates(base, placeable, topo, spec.profiles, free, fixed=fixed,
+                                             n=n_cand, seed=spec.seed + epoch_no)
+        except placement_mod.PlacementError as exc:
+            raise ScheduleError(str(exc))
+        prof_now = {n: profiles_of[n] for n in cands[0]}
+        epoch = {"t_s": round(t, 3), "placed": [j.name for j in placeable], "candidates_considered": len(cands)}
+        if use_cassini:
+            initial = {n: shifts[n] for n in running}
+            idx, evals = cassini.choose(cands, prof_now, routes, capacity, params, initial)
+            epoch["candidates_rejected_loops"] = sum(1 for e in evals if not e.accepted)
+            if idx is None:
+                chosen, new_shifts = cands[0], {**{n: 0.0 for n in cands[0]}, **initial}
+                link_scores = cassini.score_placement(chosen, prof_now, routes, capacity, params, new_shifts)
+                link_jobs = evals[0].link_jobs
+                epoch.update(fallback="every candidate's affinity graph has an inconsistent loop: "
+                                      "base placement, zero shifts", chosen_candidate=0,
+                             affinity_graph={"loop_free": False, "consistent": False})
+            else:
+                ev = evals[idx]
+                chosen, new_shifts, link_scores, link_jobs = ev.placement, ev.shifts, ev.link_scores, ev.link_jobs
+                epoch.update(chosen_candidate=idx, affinity_graph={"loop_free": ev.loop_free, "consistent": ev.consistent},
+                             approximate=ev.approximate, exact_search=ev.exact,
+                             candidate_scores=[round(e.score, 4) if e.accepted else None for e in evals])
+                if ev.notes:
+                    epoch["notes"] = ev.notes
+        else:
+            chosen = cands[0]
+            new_shifts = {n: shifts.get(n, 0.0) for n in chosen}
+            for j in placeable:
+                new_shifts[j.name] = j.time_shift_ms or 0.0 if base == "fixed" else 0.0
+            link_scores = cassini.score_placement(chosen, prof_now, routes, capacity, params, new_shifts)
+            link_jobs = {l: sorted(j for j, hs in chosen.items() if l in _job_links(prof_now[j], hs, routes))
+                         for l in link_scores}
+            epoch.update(chosen_candidate=0, affinity_graph={"loop_free": None, "consistent": None})
+        vals = list(link_scores.values())
+        epoch["score"] = round(1.0 if not vals else sum(vals) / len(vals), 4)
+        epoch["links"] = _links_json(link_jobs, link_scores)
+        changed = {n: s for n, s in new_shifts.items() if n in running and abs(s - shifts.get(n, 0.0)) > 1e-6}
+        if changed:
+            epoch["reshifted"] = {n: round(s, 3) for n, s in changed.items()}
+        for n, s in new_shifts.items():
+            shifts[n] = s % profiles_of[n].iteration_ms
+        epoch["shifts"] = {n: round(shifts[n], 3) for n in sorted(chosen)}
+        for j in placeable:
+            prof = profiles_of[j.name]
+            running[j.name] = {"hosts": chosen[j.name], "placed": t,
+                               "finish": t + j.iterations * prof.iteration_ms / 1000.0}
+            jobs_out[j.name] = {"name": j.name, "model": j.model, "hosts": chosen[j.name],
+                                "time_shift_ms": round(shifts[j.name], 3), "iteration_ms": prof.iteration_ms,
+                                "iterations": j.iterations, "arrival_s": j.arrival_s, "placed_at_s": round(t, 3),
+                                "finish_est_s": round(running[j.name]["finish"], 3), "alone": base == "ideal"}
+            waiting.remove(j)
+        for n in changed:
+            jobs_out[n].setdefault("reshifts", []).append({"t_s": round(t, 3), "time_shift_ms": round(shifts[n], 3)})
+        epochs.append(epoch)
+        epoch_no += 1
+    first = epochs[0]
+    return {
+        "scheduler": spec.scheduler, "spec": spec.name, "seed": spec.seed,
+        "topology": topo.summary(), "reference_gbps": spec.reference_gbps,
+        "jobs": [jobs_out[j.name] for j in spec.jobs],
+        "links": first["links"], "affinity_graph": first["affinity_graph"],
+        "candidates_considered": first["candidates_considered"],
+        "epochs": epochs, "params": {k: params[k] for k in sorted(params)},
+        "routes": "computed by harness.routing (deterministic least-loaded ECMP); pinned by the runner",
+    }
+
+
+def _job_links(profile, hosts, routes):
+    from harness.schedulers.traffic import link_loads
+    return set(link_loads(profile, hosts, routes))

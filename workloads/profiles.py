@@ -1,0 +1,175 @@
+"""Profile data type, validation, built-in loading and rate scaling.
+
+Naming rules: a profile's name is its file stem (``vgg16``); phase fields are ``start_ms``,
+``duration_ms``, ``gbps`` (demand per worker-to-worker transfer at the reference rate) and
+``pattern`` (one of PATTERNS). Provenance keys are field paths: ``iteration_ms``,
+``phases[0].gbps``, ...; a built-in must carry one for every number.
+"""
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+PARALLELISMS = ("data", "pipeline", "tensor", "hybrid")
+PATTERNS = ("ring_allreduce", "pipeline_p2p", "tensor_allreduce", "alltoall")
+NUMERIC_TOP = ("iteration_ms", "reference_gbps", "batch_size", "workers", "model_mb")
+PHASE_KEYS = ("start_ms", "duration_ms", "gbps")
+
+
+class ProfileError(ValueError):
+    """A profile is invalid: names the file (or spec), the key and the value."""
+
+    def __init__(self, where, key, value, allowed):
+        super().__init__(f"{where}: {key}: {value!r} is not allowed ({allowed})")
+        self.where, self.key, self.value = where, key, value
+
+
+@dataclass(frozen=True)
+class Phase:
+    start_ms: float
+    duration_ms: float
+    gbps: float
+    pattern: str
+
+    @property
+    def end_ms(self):
+        return self.start_ms + self.duration_ms
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    parallelism: str
+    iteration_ms: float
+    phases: tuple
+    reference_gbps: float = 50.0
+    batch_size: int = None
+    workers: int = None
+    model_mb: float = None
+    provenance: dict = field(default_factory=dict, compare=False)
+    source: str = ""
+
+    @property
+    def up_ms(self):
+        return sum(p.duration_ms for p in self.phases)
+
+    @property
+    def comm_fraction(self):
+        return self.up_ms / self.iteration_ms
+
+    def demand(self, t_ms):
+        """Demand (Gbit/s at the reference rate) at times ``t_ms`` (array), periodic."""
+        t = np.mod(np.asarray(t_ms, dtype=float), self.iteration_ms)
+        out = np.zeros_like(t)
+        for p in self.phases:
+            out += np.where((t >= p.start_ms) & (t < p.end_ms), p.gbps, 0.0)
+        return out
+
+    def bytes_per_phase(self, rate_scale=1.0):
+        """Bytes each worker-to-worker transfer carries in each phase, scaled by ``rate_scale``."""
+        return [p.gbps * 1e9 / 8 * p.duration_ms / 1000 * rate_scale for p in self.phases]
+
+    def scaled_mbps(self, emulated_mbps):
+        """Phase demands in Mbit/s on a fabric of ``emulated_mbps`` links (same timing, bytes scaled)."""
+        ratio = emulated_mbps / (self.reference_gbps * 1000.0)
+        return [p.gbps * 1000.0 * ratio for p in self.phases]
+
+
+def _num(where, key, value, positive=True, allow_zero=False):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ProfileError(where, key, value, "a number")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ProfileError(where, key, value, "a number > 0" if not allow_zero else "a number >= 0")
+    return float(value)
+
+
+def from_dict(name, d, where, require_provenance=False):
+    """Validate a profile mapping (from a built-in file or a spec's ``profiles``) and build it."""
+    if not isinstance(d, dict):
+        raise ProfileError(where, name, d, "a mapping")
+    known = {"model", "parallelism", "iteration_ms", "reference_gbps", "batch_size", "workers",
+             "model_mb", "phases", "provenance", "notes"}
+    for k in d:
+        if k not in known:
+            raise ProfileError(where, k, d[k], "unknown key; allowed: " + ", ".join(sorted(known)))
+    par = d.get("parallelism", "data")
+    if par not in PARALLELISMS:
+        raise ProfileError(where, "parallelism", par, " | ".join(PARALLELISMS))
+    if "iteration_ms" not in d:
+        raise ProfileError(where, "iteration_ms", None, "required")
+    it = _num(where, "iteration_ms", d["iteration_ms"])
+    phases_in = d.get("phases")
+    if not isinstance(phases_in, list) or not phases_in:
+        raise ProfileError(where, "phases", phases_in, "a non-empty list: a profile needs an Up phase")
+    default_pattern = {"data": "ring_allreduce", "pipeline": "pipeline_p2p", "tensor": "tensor_allreduce",
+                       "hybrid": "ring_allreduce"}[par]
+    phases = []
+    for i, ph in enumerate(phases_in):
+        key = f"phases[{i}]"
+        if not isinstance(ph, dict):
+            raise ProfileError(where, key, ph, "a mapping with start_ms, duration_ms, gbps")
+        for k in ph:
+            if k not in PHASE_KEYS + ("pattern",):
+                raise ProfileError(where, f"{key}.{k}", ph[k], "unknown key; allowed: start_ms, duration_ms, gbps, pattern")
+        for k in PHASE_KEYS:
+            if k not in ph:
+                raise ProfileError(where, f"{key}.{k}", None, "required")
+        start = _num(where, f"{key}.start_ms", ph["start_ms"], allow_zero=True)
+        dur = _num(where, f"{key}.duration_ms", ph["duration_ms"])
+        gbps = _num(where, f"{key}.gbps", ph["gbps"])
+        pattern = ph.get("pattern", default_pattern)
+        if pattern not in PATTERNS:
+            raise ProfileError(where, f"{key}.pattern", pattern, " | ".join(PATTERNS))
+        if start + dur > it + 1e-9:
+            raise ProfileError(where, f"{key}", f"{start:g}+{dur:g} ms",
+                               f"a phase that ends within the iteration ({it:g} ms)")
+        phases.append(Phase(start, dur, gbps, pattern))
+    phases.sort(key=lambda p: p.start_ms)
+    for a, b in zip(phases, phases[1:]):
+        if b.start_ms < a.end_ms - 1e-9:
+            raise ProfileError(where, "phases", f"{a.start_ms:g}-{a.end_ms:g} and {b.start_ms:g}-{b.end_ms:g} ms",
+                               "phases that do not overlap")
+    ref = _num(where, "reference_gbps", d.get("reference_gbps", 50.0))
+    for p in phases:
+        if p.gbps > ref + 1e-9:
+            raise ProfileError(where, "gbps", p.gbps, f"at most the reference line rate {ref:g}")
+    prov = d.get("provenance") or {}
+    if require_provenance:
+        needed = [k for k in NUMERIC_TOP if k in d] + [f"phases[{i}].{k}" for i in range(len(phases_in))
+                                                       for k in PHASE_KEYS]
+        missing = [k for k in needed if not str(prov.get(k, "")).strip()]
+        if missing:
+            raise ProfileError(where, f"provenance.{missing[0]}", None,
+                               "every number of a built-in profile needs its source")
+    ints = {}
+    for k in ("batch_size", "workers"):
+        if d.get(k) is not None:
+            ints[k] = int(_num(where, k, d[k]))
+    return Profile(name=d.get("model", name), parallelism=par, iteration_ms=it, phases=tuple(phases),
+                   reference_gbps=ref, model_mb=d.get("model_mb"), provenance=dict(prov), source=where, **ints)
+
+
+def load_file(path):
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ProfileError(str(path), "yaml", str(exc).splitlines()[0], "valid YAML")
+    return from_dict(path.stem, data, str(path), require_provenance=True)
+
+
+_BUILTINS = None
+
+
+def builtins():
+    """{name: Profile} of every file in workloads/profiles/ (loaded and validated once)."""
+    global _BUILTINS
+    if _BUILTINS is None:
+        _BUILTINS = {p.stem: load_file(p) for p in sorted(PROFILE_DIR.glob("*.yaml"))}
+    return _BUILTINS
+
+
+BUILTIN_NAMES = ("vgg11", "vgg16", "vgg19", "wideresnet101", "resnet50", "bert", "roberta", "camembert",
+                 "xlm", "gpt1", "gpt2", "gpt3", "dlrm")
