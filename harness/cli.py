@@ -79,6 +79,43 @@ def cmd_netcheck(args):
     return 0 if result["ok"] else 1
 
 
+def cmd_schedule(args):
+    from harness import spec as spec_mod
+    from harness.schedulers.plan import ScheduleError, schedule
+    spec = spec_mod.load(args.spec)
+    try:
+        out = schedule(spec)
+    except ScheduleError as exc:
+        raise UsageError(f"{args.spec}: {exc}")
+    if args.out:
+        from pathlib import Path
+        Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(render_schedule(out))
+    return 0
+
+
+def render_schedule(out):
+    lines = [f"scheduler {out['scheduler']} on {out['topology']['name']} "
+             f"({out['topology']['hosts']} hosts), {len(out['jobs'])} jobs, {len(out['epochs'])} epoch(s)"]
+    lines.append(f"{'job':10s} {'model':14s} {'placed':>8s} {'shift ms':>9s} {'iter ms':>8s}  hosts")
+    for j in out["jobs"]:
+        lines.append(f"{j['name']:10s} {j['model']:14s} {j['placed_at_s']:8.1f} {j['time_shift_ms']:9.1f} "
+                     f"{j['iteration_ms']:8.1f}  {' '.join(j['hosts'])}")
+    for e in out["epochs"]:
+        shared = e["links"]
+        worst = min((l["score"] for l in shared), default=1.0)
+        ag = e["affinity_graph"]
+        lines.append(f"epoch t={e['t_s']:.1f}s: placed {', '.join(e['placed'])}; {len(shared)} shared links, "
+                     f"mean score {e['score']:.3f}, worst {worst:.3f}; candidates {e['candidates_considered']}"
+                     + (f", chose #{e['chosen_candidate']}" if "chosen_candidate" in e else "")
+                     + ("" if ag["loop_free"] is None else f"; affinity graph {'loop-free' if ag['loop_free'] else 'looped'}")
+                     + (f"; {e['fallback']}" if "fallback" in e else ""))
+    return "\n".join(lines)
+
+
 def cmd_clean(args):
     from harness.lifecycle import RunLock
     if os.geteuid() != 0:
@@ -110,6 +147,12 @@ def build_parser():
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_netcheck)
 
+    p = sub.add_parser("schedule", help="placement, time-shifts and per-link scores, without emulating")
+    p.add_argument("spec", help="experiment spec (YAML)")
+    p.add_argument("--json", action="store_true", help="print the schedule as JSON")
+    p.add_argument("--out", help="also write the schedule JSON to this file")
+    p.set_defaults(func=cmd_schedule)
+
     p = sub.add_parser("clean", help="remove leftovers of earlier runs of this tool only")
     p.set_defaults(func=cmd_clean)
     return ap
@@ -133,6 +176,9 @@ def main(argv=None):
     except KeyboardInterrupt:
         log(f"interleave {args.command}: interrupted; the network was torn down")
         return 130
+    except BrokenPipeError:  # output piped into e.g. head
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

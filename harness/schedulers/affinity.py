@@ -15,6 +15,12 @@ from collections import deque
 import networkx as nx
 
 
+def wrap(x, period):
+    """x mod period in [0, period): float % can return period itself for a tiny negative x."""
+    r = x % period
+    return 0.0 if r >= period else r
+
+
 def build(link_jobs, weights):
     """link_jobs: {link: [jobs]}; weights: {(job, link): t_j^l}."""
     g = nx.Graph()
@@ -39,7 +45,7 @@ def assign(g, iteration_ms, reference=None, initial=None):
     for comp in sorted(nx.connected_components(g), key=lambda c: sorted(n[1] for n in c if n[0] == "job")):
         jobs = sorted(n[1] for n in comp if n[0] == "job")
         ref = reference(jobs) if reference else jobs[0]
-        shifts[ref] = float(initial.get(ref, 0.0)) % iteration_ms[ref]
+        shifts[ref] = wrap(float(initial.get(ref, 0.0)), iteration_ms[ref])
         queue = deque([ref])
         while queue:
             j = queue.popleft()
@@ -50,7 +56,7 @@ def assign(g, iteration_ms, reference=None, initial=None):
                     if k in shifts:
                         continue
                     w_lk = g.edges[k_node, link]["weight"]
-                    shifts[k] = (shifts[j] - w_jl + w_lk) % iteration_ms[k]
+                    shifts[k] = wrap(shifts[j] - w_jl + w_lk, iteration_ms[k])
                     queue.append(k)
     return shifts
 

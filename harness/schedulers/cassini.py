@@ -66,7 +66,7 @@ def evaluate(placement, profiles_of, routes, capacity, params, initial_shifts=No
         for l, s in zip(links, sol.link_scores):
             link_scores[l] = s
         for j, t in zip(jobs, sol.shifts_ms):
-            weights[(j, gid)] = t % period[j]
+            weights[(j, gid)] = affinity.wrap(t, period[j])
     g = affinity.build(group_jobs, weights)
     loop_free = not affinity.has_loop(g)
     initial = dict(initial_shifts or {})

@@ -49,7 +49,7 @@ def score_of(total, capacity):
 
 @dataclass
 class LinkSolution:
-    rotations: list       # bins, per job (first job 0)
+    rotations: list       # bins, per job (exact search: first job 0; heuristic: any)
     shifts_ms: list       # t_j^l (Eq. 5), per job, in [0, quantised iteration)
     periods_ms: list      # the quantised iteration times the circle used
     score: float          # mean over the links optimised together
@@ -67,7 +67,7 @@ def _rolled(circle, k_max):
 def _center(ks, best, scores_fn, k_max):
     """Move each coordinate to the middle of its circular run of optimal values."""
     ks = list(ks)
-    for j in range(1, len(ks)):
+    for j in range(len(ks)):
         vals = scores_fn(j, ks)
         opt = np.isclose(vals, best, atol=1e-12) | (vals > best)
         n = len(vals)
@@ -82,6 +82,36 @@ def _center(ks, best, scores_fn, k_max):
             right += 1
         ks[j] = (ks[j] - left + (left + right) // 2) % n
     return ks
+
+
+def _descent(n, k_max, stacks, rolled, capacity, coord_scores, total_score, bins):
+    """Greedy start then coordinate descent, restarted with each job placed first; best kept."""
+    best_ks, best = None, -np.inf
+    by_size = sorted(range(n), key=lambda j: -float(stacks[j].sum()))
+    for first in by_size:
+        order = [first] + [j for j in by_size if j != first]
+        ks = [0] * n
+        placed = [first]
+        for j in order[1:]:
+            rest = sum(rolled[i][ks[i]] for i in placed)
+            vals = score_of(rest[None] + rolled[j], capacity).mean(axis=-1)
+            ks[j] = int(np.argmax(vals))
+            placed.append(j)
+        for _ in range(50):
+            improved = False
+            for j in range(n):
+                vals = coord_scores(j, ks)
+                b = int(np.argmax(vals))
+                if vals[b] > vals[ks[j]] + 1e-12:
+                    ks[j], improved = b, True
+            if not improved:
+                break
+        # only relative rotations matter, so job 0 keeps its own (re-basing it to 0 would need
+        # fractional bins when a period is not a whole number of bins)
+        s = total_score(ks)
+        if s > best + 1e-12:
+            best_ks, best = ks, s
+    return best_ks
 
 
 def optimise(jobs, capacity, discretization_deg=5.0, quantum_ms=5.0, max_perimeter_ms=10000.0,
@@ -124,34 +154,13 @@ def optimise(jobs, capacity, discretization_deg=5.0, quantum_ms=5.0, max_perimet
         b = int(np.argmax(scores))
         ks = [int(a[b]) for a in idx]
     else:
-        order = sorted(range(n), key=lambda j: -float(stacks[j].sum()))
-        ks = [0] * n
-        placed = [order[0]]
-        for j in order[1:]:
-            rest = sum(rolled[i][ks[i]] for i in placed)
-            vals = score_of(rest[None] + rolled[j], capacity).mean(axis=-1)
-            ks[j] = int(np.argmax(vals))
-            placed.append(j)
-        for _ in range(50):
-            improved = False
-            for j in range(1, n):
-                vals = coord_scores(j, ks)
-                b = int(np.argmax(vals))
-                if vals[b] > vals[ks[j]] + 1e-12:
-                    ks[j], improved = b, True
-            if not improved:
-                break
-        # keep job 0 as the reference (rotation 0): re-express the others relative to it
-        base = ks[0]
-        if base:
-            ks = [(k - base) % bins for k in ks]
-            ks = [k % k_max[j] if k_max[j] < bins else k for j, k in enumerate(ks)]
+        ks = _descent(n, k_max, stacks, rolled, capacity, coord_scores, total_score, bins)
     best = total_score(ks)
     if n > 1:
         ks = _center(ks, best, coord_scores, k_max)
     tot = sum(rolled[j][k] for j, k in enumerate(ks))
     link_scores = [float(s) for s in score_of(tot, capacity)]
-    shifts = [float((k * p / bins) % iq[j]) for j, k in enumerate(ks)]
+    shifts = [float((k * p / bins) % iq[j]) for j, k in enumerate(ks)]  # k >= 0: no negative wrap
     return LinkSolution(ks, shifts, iq, float(np.mean(link_scores)), link_scores, p, bins, approx, exact or n == 1)
 
 

@@ -13,6 +13,7 @@ iteration k of job j is planned to start at T0 + shift_j + k x iteration_j.
 """
 from harness.routing import compute_routes
 from harness.schedulers import cassini, placement as placement_mod
+from harness.schedulers.affinity import wrap
 
 
 class ScheduleError(ValueError):
@@ -102,7 +103,7 @@ def schedule(spec, routes=None):
         if changed:
             epoch["reshifted"] = {n: round(s, 3) for n, s in changed.items()}
         for n, s in new_shifts.items():
-            shifts[n] = s % profiles_of[n].iteration_ms
+            shifts[n] = wrap(s, profiles_of[n].iteration_ms)
         epoch["shifts"] = {n: round(shifts[n], 3) for n in sorted(chosen)}
         for j in placeable:
             prof = profiles_of[j.name]

@@ -1,0 +1,146 @@
+"""interleave schedule: placement policies, the contract's JSON, traces, bad input."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness.errors import UsageError
+from harness.schedulers.placement import candidates, racks
+from harness.schedulers.plan import schedule
+from harness.spec import SpecError, from_mapping
+from tests.conftest import ROOT
+
+
+def spec(**kw):
+    base = {"topology": {"name": "fattree"}, "scheduler": "themis+cassini"}
+    base.update(kw)
+    return from_mapping(base, "t.yaml")
+
+
+def test_two_vgg16_on_a_dumbbell_interleave():
+    s = spec(topology={"name": "dumbbell", "hosts_per_side": 2},
+             jobs=[{"name": "a", "model": "vgg16", "hosts": ["h1", "h3"]},
+                   {"name": "b", "model": "vgg16", "hosts": ["h2", "h4"]}])
+    out = schedule(s)
+    shifts = {j["name"]: j["time_shift_ms"] for j in out["jobs"]}
+    # VGG16 is Up 114 of 255 ms: any relative offset in [114, 141] keeps the Up phases apart
+    assert 114 <= (shifts["b"] - shifts["a"]) % 255 <= 141
+    assert {l["id"] for l in out["links"]} == {"s1>s2", "s2>s1"}
+    assert all(l["score"] == pytest.approx(1.0) for l in out["links"])
+    assert out["affinity_graph"]["loop_free"] is True
+
+
+def test_themis_alone_scores_the_collision():
+    s = spec(topology={"name": "dumbbell", "hosts_per_side": 2}, scheduler="themis",
+             jobs=[{"name": "a", "model": "vgg16", "hosts": ["h1", "h3"]},
+                   {"name": "b", "model": "vgg16", "hosts": ["h2", "h4"]}])
+    out = schedule(s)
+    assert all(j["time_shift_ms"] == 0 for j in out["jobs"])
+    assert all(l["score"] < 0.8 for l in out["links"])
+
+
+def test_fixed_uses_the_spec_shift():
+    s = spec(topology={"name": "dumbbell", "hosts_per_side": 2}, scheduler="fixed",
+             jobs=[{"name": "a", "model": "vgg16", "hosts": ["h1", "h3"]},
+                   {"name": "b", "model": "vgg16", "hosts": ["h2", "h4"], "time_shift_ms": 120}])
+    out = schedule(s)
+    assert [j["time_shift_ms"] for j in out["jobs"]] == [0, 120]
+
+
+def test_candidates_keep_worker_counts_and_rack_counts():
+    s = spec(jobs=[{"name": "a", "model": "vgg16", "workers": 4}, {"name": "b", "model": "bert", "workers": 2}])
+    topo = s.topology
+    rack_of = {h: topo.edge_of(h) for h in topo.hosts}
+    cands = candidates("themis", s.jobs, topo, s.profiles, topo.hosts, n=10, seed=3)
+    assert 2 <= len(cands) <= 10 and len({json.dumps(c, sort_keys=True) for c in cands}) == len(cands)
+    for c in cands:
+        assert len(c["a"]) == 4 and len(c["b"]) == 2 and not set(c["a"]) & set(c["b"])
+        assert len({rack_of[h] for h in c["a"]}) == 2 and len({rack_of[h] for h in c["b"]}) == 1
+
+
+def test_pinned_hosts_are_respected_by_every_policy():
+    for policy in ("themis", "pollux", "random"):
+        s = spec(scheduler=policy, jobs=[{"name": "a", "model": "vgg16", "hosts": ["h5", "h20"]},
+                                         {"name": "b", "model": "vgg16", "workers": 3}])
+        out = schedule(s)
+        a = next(j for j in out["jobs"] if j["name"] == "a")
+        assert a["hosts"] == ["h5", "h20"]
+
+
+def test_cassini_prefers_compatible_sharing():
+    # four jobs of 4 workers on the fat-tree: CASSINI's chosen candidate is at least as good as the base
+    s = spec(seed=2, jobs=[{"name": f"j{i}", "model": m, "workers": 4}
+                           for i, m in enumerate(["vgg16", "wideresnet101", "vgg19", "roberta"])])
+    out = schedule(s)
+    e = out["epochs"][0]
+    scores = [x for x in e["candidate_scores"] if x is not None]
+    assert e["score"] == pytest.approx(max(scores), abs=1e-3)
+    for j in out["jobs"]:
+        assert 0 <= j["time_shift_ms"] < j["iteration_ms"]
+
+
+def test_poisson_trace_of_20_jobs_on_the_fattree():
+    s = spec(trace={"kind": "poisson", "jobs": 20, "load": 0.9, "iterations_scale": 0.1})
+    out = schedule(s)
+    assert len(out["jobs"]) == 20
+    assert all(0 <= j["time_shift_ms"] < j["iteration_ms"] for j in out["jobs"])
+    assert all(j["placed_at_s"] >= j["arrival_s"] for j in out["jobs"])
+    # at no time do two running jobs hold the same host
+    for a in out["jobs"]:
+        for b in out["jobs"]:
+            if a["name"] < b["name"] and a["placed_at_s"] < b["finish_est_s"] and b["placed_at_s"] < a["finish_est_s"]:
+                assert not set(a["hosts"]) & set(b["hosts"])
+    assert schedule(s) == out          # seeded: reproducible
+
+
+def test_traces_are_seeded():
+    a = spec(trace={"kind": "poisson", "jobs": 10, "load": 0.8}, seed=4).jobs
+    b = spec(trace={"kind": "poisson", "jobs": 10, "load": 0.8}, seed=4).jobs
+    c = spec(trace={"kind": "poisson", "jobs": 10, "load": 0.8}, seed=5).jobs
+    assert a == b and a != c
+    d = spec(trace={"kind": "dynamic", "jobs": 3, "arriving": ["dlrm", "resnet50"], "arrival_s": 20}).jobs
+    assert [j.arrival_s for j in d] == [0, 0, 0, 20, 20] and [j.model for j in d[3:]] == ["dlrm", "resnet50"]
+
+
+@pytest.mark.parametrize("kw,key", [
+    ({"jobs": [{"model": "vgg16", "workers": 30}]}, "jobs[0].workers"),
+    ({"jobs": [{"model": "vgg16", "hosts": ["h1", "h99"]}]}, "jobs[0].hosts"),
+    ({"jobs": [{"model": "vgg16", "hosts": ["h1", "h2"]}, {"model": "vgg16", "hosts": ["h2", "h3"]}]}, "jobs[1].hosts"),
+    ({"jobs": [{"model": "alexnet"}]}, "jobs[0].model"),
+    ({"jobs": [{"model": "toy"}], "profiles": {"toy": {"iteration_ms": 100, "phases": []}}}, "phases"),
+    ({"jobs": [{"model": "toy"}], "profiles": {"toy": {"iteration_ms": 0, "phases": [
+        {"start_ms": 0, "duration_ms": 1, "gbps": 1}]}}}, "iteration_ms"),
+    ({"jobs": [{"model": "toy"}], "profiles": {"toy": {"iteration_ms": 100, "phases": [
+        {"start_ms": 50, "duration_ms": 60, "gbps": 1}]}}}, "phases[0]"),
+    ({"jobs": [{"model": "vgg16", "time_shift_ms": 300}]}, "jobs[0].time_shift_ms"),
+    ({"jobs": [{"model": "vgg16"}], "scheduler": "magic"}, "scheduler"),
+    ({"jobs": [{"model": "vgg16"}], "link": {"rate_mbps": 0}}, "link.rate_mbps"),
+    ({"jobs": [{"model": "vgg16"}], "topology": {"name": "fattree", "hosts_per_edge": 0}}, "topology.hosts_per_edge"),
+    ({"jobs": [{"model": "vgg16"}], "colour": "red"}, "colour"),
+    ({}, "jobs/trace"),
+])
+def test_bad_specs_name_the_key(kw, key):
+    with pytest.raises(UsageError) as e:
+        spec(**kw)
+    assert f": {key}" in str(e.value) and str(e.value).startswith("t.yaml")
+
+
+def test_schedule_cli_json_and_exit_statuses(tmp_path):
+    good = tmp_path / "s.yaml"
+    good.write_text("topology: {name: dumbbell}\njobs:\n  - {name: a, model: vgg16, hosts: [h1, h3]}\n"
+                    "  - {name: b, model: vgg16, hosts: [h2, h4]}\nscheduler: themis+cassini\n")
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "schedule", str(good), "--json"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert {"scheduler", "jobs", "links", "affinity_graph", "candidates_considered"} <= set(doc)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("jobs:\n  - {model: vgg16, workers: 0}\n")
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "schedule", str(bad)], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    assert "jobs[0].workers: 0 is not allowed" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "schedule", str(tmp_path / "none.yaml")],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 2 and "no such file" in p.stderr
