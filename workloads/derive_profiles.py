@@ -106,7 +106,14 @@ profiles["dlrm"] = {
                    "phases[1].duration_ms": "modelling choice [I]", "phases[1].gbps": "modelling choice [I]",
                    "phases[2].start_ms": "all-reduce of the replicated dense part at the end of backprop; modelling choice [I]",
                    "phases[2].duration_ms": "modelling choice [I]", "phases[2].gbps": BEFF_SRC}}
-for name, d in profiles.items():
-    (OUT / f"{name}.yaml").write_text(f"# Built-in profile: {name}. Every number's source is under provenance.\n"
-                                      + yaml.safe_dump(d, sort_keys=False, width=120, allow_unicode=True))
-print("wrote", ", ".join(sorted(profiles)))
+
+
+def main():
+    for name, d in profiles.items():
+        (OUT / f"{name}.yaml").write_text(f"# Built-in profile: {name}. Every number's source is under provenance.\n"
+                                          + yaml.safe_dump(d, sort_keys=False, width=120, allow_unicode=True))
+    print("wrote", ", ".join(sorted(profiles)))
+
+
+if __name__ == "__main__":
+    main()

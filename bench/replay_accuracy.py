@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Replay accuracy: each built-in model alone on the 24-host fat-tree, measured iteration time
+against its profile. One fabric, the models one after another; workers = the profile's worker
+count, placed by themis (packed). Prints a Markdown table.
+
+  sudo .venv/bin/python bench/replay_accuracy.py [--seconds 6] [--min-iterations 8]
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness.fabric import Fabric  # noqa: E402
+from harness.lifecycle import RunLock  # noqa: E402
+from harness.replay import Replayer  # noqa: E402
+from harness.schedulers.placement import candidates  # noqa: E402
+from harness.spec import Job  # noqa: E402
+from topologies import fattree  # noqa: E402
+from workloads.profiles import BUILTIN_NAMES, builtins  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=6.0)
+    ap.add_argument("--min-iterations", type=int, default=8)
+    ap.add_argument("--models", default=",".join(BUILTIN_NAMES))
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root: sudo .venv/bin/python bench/replay_accuracy.py")
+    topo = fattree()
+    profiles = builtins()
+    print("| model | workers | profile iteration | measured mean (p50) | error | Up phases measured / profile |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    with RunLock() as lock, tempfile.TemporaryDirectory() as tmp:
+        with Fabric(topo, lock.ledger, lock.dir) as fab:
+            for i, name in enumerate(args.models.split(",")):
+                prof = profiles[name]
+                n_it = max(args.min_iterations, int(args.seconds * 1000 / prof.iteration_ms)) + 1
+                job = Job(name, name, prof.workers or 2, n_it)
+                hosts = candidates("themis", [job], topo, profiles, topo.hosts, n=1)[0][name]
+                rp = Replayer(fab, Path(tmp) / name)
+                t = time.clock_gettime(time.CLOCK_MONOTONIC)
+                rp.start(job, prof, hosts, 0.0, t + 1.5, t, i, True)
+                rp.wait(n_it * prof.iteration_ms / 1000 * 3 + 30)
+                df = rp.iterations()
+                d = df[(df.worker == 0) & (df.iteration > 0)]
+                it = (d.end - d.start) * 1000
+                comm = (d.comm_end - d.comm_start) * 1000
+                prof_comm = prof.phases[-1].end_ms - prof.phases[0].start_ms
+                err = it.mean() / prof.iteration_ms - 1
+                print(f"| {name} | {len(hosts)} | {prof.iteration_ms:.0f} ms | {it.mean():.1f} ms ({it.median():.1f}) | "
+                      f"{err:+.1%} | {comm.mean():.1f} / {prof_comm:.0f} ms |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

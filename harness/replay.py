@@ -1,0 +1,108 @@
+"""Starting, watching and stopping replay agents (workloads.agent) on a running Fabric.
+
+Naming: agent files live in ``<workdir>/agents/``: ``<job>.json`` (the job's config) and
+``<job>.w<i>.csv`` (iteration rows of worker i). Each job gets a DSCP (1, 2, ... in job order, up to
+63) so the controller can attribute its packets, and a TCP port (BASE_PORT + job index).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from harness.errors import InterleaveError
+
+BASE_PORT = 17000
+COLUMNS = ["job", "worker", "iteration", "slot", "start", "comm_start", "comm_end", "end", "realigned"]
+REPO = Path(__file__).resolve().parent.parent
+
+
+class AgentCrash(InterleaveError):
+    pass
+
+
+def job_config(job, profile, hosts, ips, shift_ms, scale, t0, run_start, index, realign, link_mbps, extra=None):
+    return {"job": job.name, "model": job.model, "iterations": job.iterations, "hosts": hosts, "ips": ips,
+            "iteration_ms": profile.iteration_ms, "time_shift_ms": shift_ms,
+            "phases": [{"start_ms": p.start_ms, "duration_ms": p.duration_ms, "gbps": p.gbps, "pattern": p.pattern}
+                       for p in profile.phases],
+            "scale": scale, "link_mbps": link_mbps, "t0": t0, "run_start": run_start, "port": BASE_PORT + index,
+            "dscp": (index % 63) + 1, "realign": realign, "realign_frac": 0.05, **(extra or {})}
+
+
+class Replayer:
+    """Agents of several jobs on one fabric. ``start`` them, then ``wait`` or ``stop``."""
+
+    def __init__(self, fabric, workdir, log=lambda m: None):
+        self.fab, self.dir, self.log = fabric, Path(workdir) / "agents", log
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.procs = {}  # (job, worker) -> Popen
+        self.configs = {}
+
+    def start(self, job, profile, hosts, shift_ms, t0, run_start, index, realign, extra=None):
+        topo = self.fab.topo
+        link_mbps = topo.link_between(hosts[0], topo.edge_of(hosts[0])).params.rate_mbps
+        scale = link_mbps / (profile.reference_gbps * 1000)
+        cfg = job_config(job, profile, hosts, [topo.ip(h) for h in hosts], shift_ms, scale, t0, run_start, index,
+                         realign, link_mbps, extra)
+        path = self.dir / f"{job.name}.json"
+        path.write_text(json.dumps(cfg, indent=1))
+        self.configs[job.name] = cfg
+        env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore")
+        for w, h in enumerate(hosts):
+            out = self.dir / f"{job.name}.w{w}.csv"
+            out.write_text("")
+            node = self.fab.net.get(h)
+            self.procs[(job.name, w)] = node.popen(
+                [sys.executable, "-m", "workloads.agent", "--config", str(path), "--worker", str(w), "--out", str(out)],
+                env=env, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def running(self):
+        return [k for k, p in self.procs.items() if p.poll() is None]
+
+    def check(self):
+        """Raise AgentCrash naming the first agent that exited with an error."""
+        for (job, w), p in self.procs.items():
+            if p.poll() not in (None, 0):
+                err = p.stderr.read().decode(errors="replace").strip().splitlines()
+                raise AgentCrash(f"agent of job {job} worker {w} crashed (exit {p.returncode}): "
+                                 f"{err[-1] if err else 'no message'}")
+
+    def wait(self, timeout, progress=None):
+        deadline = time.monotonic() + timeout
+        while self.running():
+            self.check()
+            if time.monotonic() > deadline:
+                raise InterleaveError(f"agents still running after {timeout:.0f} s: {sorted(self.running())[:4]}")
+            if progress:
+                progress()
+            time.sleep(0.2)
+        self.check()
+        return self.summaries()
+
+    def summaries(self):
+        out = {}
+        for (job, w), p in self.procs.items():
+            if p.poll() is not None and p.stdout:
+                lines = p.stdout.read().decode().strip().splitlines()
+                if lines:
+                    out[(job, w)] = json.loads(lines[-1])
+        return out
+
+    def stop(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs.values():
+            try:
+                p.wait(3)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def iterations(self):
+        frames = [pd.read_csv(f, names=COLUMNS) for f in sorted(self.dir.glob("*.csv")) if f.stat().st_size]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)

@@ -1,0 +1,93 @@
+"""Replay agents on a real fabric: iteration timing, offsets, re-alignment, crash reporting."""
+import signal
+import time
+
+import pytest
+
+from harness.fabric import Fabric
+from tests.emulation.conftest import net_state
+from harness.lifecycle import RunLock
+from harness.replay import AgentCrash, Replayer
+from harness.spec import Job
+from topologies import dumbbell
+from workloads.profiles import builtins
+
+VGG16 = builtins()["vgg16"]
+
+
+@pytest.fixture(scope="module")
+def fab():
+    before = net_state()
+    lock = RunLock()
+    lock.acquire()
+    f = Fabric(dumbbell(2), lock.ledger, lock.dir)
+    f.start()
+    yield f
+    f.stop()
+    lock.release()
+    after = net_state()
+    for key in ("veths", "bridges", "pins", "procs"):
+        assert not after[key] - before[key], f"leaked {key}"
+
+
+@pytest.fixture
+def no_leaks():
+    """Overrides the per-test check: these tests share one fabric, checked by ``fab`` at the end."""
+    yield
+
+
+def start(rp, jobs, lead=1.5):
+    t = time.clock_gettime(time.CLOCK_MONOTONIC)
+    for i, (job, hosts, shift, extra) in enumerate(jobs):
+        rp.start(job, VGG16, hosts, shift, t + lead, t, i, True, extra)
+    return rp
+
+
+def test_job_alone_runs_at_its_profile_iteration(fab, tmp_path):
+    rp = start(Replayer(fab, tmp_path), [(Job("a", "vgg16", 2, 30), ["h1", "h3"], 0.0, None)])
+    rp.wait(60)
+    d = rp.iterations().query("worker == 0 and iteration > 0")
+    it = (d.end - d.start).mean() * 1000
+    comm = (d.comm_end - d.comm_start).mean() * 1000
+    assert abs(it / 255 - 1) <= 0.05, it
+    assert abs(comm / 114 - 1) <= 0.05, comm
+    assert d.realigned.sum() == 0
+
+
+def test_two_jobs_keep_a_120ms_offset(fab, tmp_path):
+    # both jobs cross the s1-s2 bottleneck; 120 ms apart their 114 ms Up phases do not overlap
+    rp = start(Replayer(fab, tmp_path), [(Job("a", "vgg16", 2, 40), ["h1", "h3"], 0.0, None),
+                                         (Job("b", "vgg16", 2, 40), ["h2", "h4"], 120.0, None)])
+    rp.wait(60)
+    df = rp.iterations().query("worker == 0 and iteration > 0")
+    a = df[df.job == "a"].set_index("slot").comm_start
+    b = df[df.job == "b"].set_index("slot").comm_start
+    diff = ((b - a).dropna() * 1000)
+    assert len(diff) >= 30
+    assert abs(diff.median() - 120) <= 0.02 * 255, diff.describe()
+
+
+def test_forced_delay_of_one_worker_triggers_realignment(fab, tmp_path):
+    # worker 1 (not the leader) stalls 60 ms before iteration 6; worker 0 waits for its data,
+    # finds its next start off the grid by > 5 % and re-aligns
+    extra = {"inject_delay_ms": {"1": {"6": 60}}}
+    rp = start(Replayer(fab, tmp_path), [(Job("a", "vgg16", 2, 16), ["h1", "h3"], 0.0, extra)])
+    summary = rp.wait(60)
+    d = rp.iterations().query("worker == 0")
+    assert d.realigned.sum() >= 1 and summary[("a", 0)]["realignments"] >= 1
+    first = d[d.realigned == 1].iteration.min()
+    assert first in (6, 7)
+    # after re-aligning, starts sit on the plan grid again (within 5 % of the iteration)
+    t0 = rp.configs["a"]["t0"] - rp.configs["a"]["run_start"]
+    after = d[d.iteration >= first]
+    dev = ((after.start - t0) * 1000) - after.slot * 255
+    assert (dev.abs() <= 0.05 * 255).all()
+
+
+def test_a_killed_agent_is_reported(fab, tmp_path):
+    rp = start(Replayer(fab, tmp_path), [(Job("a", "vgg16", 2, 100), ["h1", "h3"], 0.0, None)])
+    time.sleep(2.5)
+    rp.procs[("a", 1)].send_signal(signal.SIGKILL)
+    with pytest.raises(AgentCrash, match="job a worker 1 crashed"):
+        rp.wait(30)
+    rp.stop()
