@@ -15,11 +15,19 @@ A switch that (re)connects gets all of its entries again, then a barrier; it cou
 when the barrier reply arrives.
 
 Control socket (JSON lines on a Unix socket): ``{"op": "status"}``, ``{"op": "routes"}`` (what is
-installed, rebuilt by walking the installed entries), ``{"op": "pin", "src", "dst", "path"}``.
+installed, rebuilt by walking the installed entries), ``{"op": "pin", "src", "dst", "path"}``,
+``{"op": "telemetry_start", "out": FILE, "period_ms": P}`` and ``{"op": "telemetry_stop"}``.
+
+Telemetry (one hub thread, like Ryu's simple_monitor_13): every period, a port-stats request and a
+flow-stats request for the CE entries (cookie 0xCE) to every switch; each reply becomes a JSON line
+``{"t": CLOCK_MONOTONIC seconds at receipt, "dpid", "kind": "port"|"ce", ...}`` with per-port
+``[rx_bytes, tx_bytes, rx_packets, tx_packets, tx_dropped]`` or per-pair ``"srcmac>dstmac": CE
+packets that arrived at this switch``. A lost reply is a missing line, never a zero.
 """
 import json
 import logging
 import os
+import time
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
@@ -29,6 +37,7 @@ from os_ken.lib.packet import arp, ethernet, ether_types, packet
 from os_ken.ofproto import ofproto_v1_3
 
 PRIO_CE, PRIO_ROUTE, PRIO_ARP = 20, 10, 100
+COOKIE_ROUTE, COOKIE_CE = 0x10, 0xCE
 LOG = logging.getLogger("interleave.controller")
 
 
@@ -46,6 +55,19 @@ def route_entries(topology, routes):
         for node, nxt in zip(path[1:-1], path[2:]):
             table[dpid[node]][(macs[src], macs[dst])] = ports[(node, nxt)]
     return table
+
+
+def port_counters(body):
+    """{port_no: [rx_bytes, tx_bytes, rx_packets, tx_packets, tx_dropped]} of an OFPPortStatsReply
+    body, without the reserved ports (LOCAL etc.)."""
+    return {st.port_no: [st.rx_bytes, st.tx_bytes, st.rx_packets, st.tx_packets, st.tx_dropped]
+            for st in body if st.port_no < 0xffffff00}
+
+
+def ce_counters(body):
+    """{"srcmac>dstmac": packets} of the CE-counting entries in an OFPFlowStatsReply body."""
+    return {f"{st.match['eth_src']}>{st.match['eth_dst']}": st.packet_count
+            for st in body if st.cookie == COOKIE_CE}
 
 
 class FabricController(app_manager.OSKenApp):
@@ -111,16 +133,17 @@ class FabricController(app_manager.OSKenApp):
                                         actions=[parser.OFPActionOutput(in_port)], data=reply.data))
 
     # ---- flow programming ----------------------------------------------
-    def _flow(self, dp, priority, match, actions):
+    def _flow(self, dp, priority, match, actions, cookie=0):
         ofp, parser = dp.ofproto, dp.ofproto_parser
         inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)] if actions else []
-        dp.send_msg(parser.OFPFlowMod(datapath=dp, priority=priority, match=match, instructions=inst))
+        dp.send_msg(parser.OFPFlowMod(datapath=dp, cookie=cookie, priority=priority, match=match, instructions=inst))
 
     def _pair_flows(self, dp, src_mac, dst_mac, port):
         parser = dp.ofproto_parser
         out = [parser.OFPActionOutput(port)]
-        self._flow(dp, PRIO_ROUTE, parser.OFPMatch(eth_src=src_mac, eth_dst=dst_mac), out)
-        self._flow(dp, PRIO_CE, parser.OFPMatch(eth_type=0x0800, ip_ecn=3, eth_src=src_mac, eth_dst=dst_mac), out)
+        self._flow(dp, PRIO_ROUTE, parser.OFPMatch(eth_src=src_mac, eth_dst=dst_mac), out, COOKIE_ROUTE)
+        self._flow(dp, PRIO_CE, parser.OFPMatch(eth_type=0x0800, ip_ecn=3, eth_src=src_mac, eth_dst=dst_mac), out,
+                   COOKIE_CE)
 
     def _barrier(self, dp, table):
         self.pending[dp.id] = dict(table)
@@ -187,6 +210,52 @@ class FabricController(app_manager.OSKenApp):
                     out[f"{src}>{dst}"] = path + [dst]
         return out
 
+    # ---- telemetry --------------------------------------------------------
+    def telemetry_start(self, out, period_ms):
+        self.telemetry_stop()
+        self.tm_file = open(out, "a", buffering=1 << 16)
+        self.tm_period = period_ms / 1000.0
+        self.tm_parts = {}
+        self.tm_thread = hub.spawn(self._poll)
+
+    def telemetry_stop(self):
+        if getattr(self, "tm_thread", None) is not None:
+            hub.kill(self.tm_thread)
+            self.tm_thread = None
+        if getattr(self, "tm_file", None) is not None:
+            self.tm_file.close()
+            self.tm_file = None
+
+    def _poll(self):
+        next_t = time.monotonic()
+        while True:
+            for dp in list(self.datapaths.values()):
+                ofp, parser = dp.ofproto, dp.ofproto_parser
+                dp.send_msg(parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
+                dp.send_msg(parser.OFPFlowStatsRequest(dp, 0, 0, ofp.OFPP_ANY, ofp.OFPG_ANY,
+                                                       COOKIE_CE, 0xffffffffffffffff, parser.OFPMatch()))
+            if self.tm_file:
+                self.tm_file.flush()
+            next_t += self.tm_period
+            hub.sleep(max(0.0, next_t - time.monotonic()))
+
+    def _record(self, rec):
+        if getattr(self, "tm_file", None) is not None:
+            self.tm_file.write(json.dumps(rec, separators=(",", ":")) + "\n")
+
+    @set_ev_cls(ofp_event.EventOFPPortStatsReply, MAIN_DISPATCHER)
+    def port_stats_reply(self, ev):
+        self._record({"t": time.monotonic(), "dpid": ev.msg.datapath.id, "kind": "port",
+                      "ports": port_counters(ev.msg.body)})
+
+    @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
+    def flow_stats_reply(self, ev):
+        msg = ev.msg
+        dpid = msg.datapath.id
+        self.tm_parts.setdefault(dpid, {}).update(ce_counters(msg.body))
+        if not (msg.flags & msg.datapath.ofproto.OFPMPF_REPLY_MORE):
+            self._record({"t": time.monotonic(), "dpid": dpid, "kind": "ce", "ce": self.tm_parts.pop(dpid)})
+
     # ---- control socket -------------------------------------------------
     def _serve(self, sock, addr):
         f = sock.makefile("rw")
@@ -200,6 +269,12 @@ class FabricController(app_manager.OSKenApp):
                                 "switches": len(self.topology["switches"])}
                     elif op == "routes":
                         resp = {"ok": True, "routes": self.installed_routes()}
+                    elif op == "telemetry_start":
+                        self.telemetry_start(req["out"], float(req.get("period_ms", 100)))
+                        resp = {"ok": True}
+                    elif op == "telemetry_stop":
+                        self.telemetry_stop()
+                        resp = {"ok": True}
                     elif op == "pin":
                         self.pin(req["src"], req["dst"], req["path"])
                         resp = {"ok": True}
@@ -213,4 +288,5 @@ class FabricController(app_manager.OSKenApp):
             sock.close()
 
     def close(self):
+        self.telemetry_stop()
         self.server_thread.kill()

@@ -16,7 +16,7 @@ from workloads import traces
 from workloads.profiles import ProfileError, builtins, from_dict
 
 TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "trace", "scheduler",
-            "duration_s", "seed", "cassini", "telemetry", "flow_scheduler"}
+            "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation"}
 JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms"}
 BASES = ("themis", "pollux", "random", "ideal", "fixed")
 CASSINI_KEYS = {"discretization_deg": 5.0, "candidates": 10, "quantum_ms": 5.0, "max_perimeter_ms": 10000.0,
@@ -52,6 +52,7 @@ class Spec:
     duration_s: float
     seed: int
     cassini: dict = field(default_factory=dict)
+    time_dilation: float = 1.0
     source: str = ""
     raw: dict = field(default_factory=dict)
 
@@ -133,6 +134,7 @@ def from_mapping(raw, where="spec"):
         except ProfileError as exc:
             raise UsageError(str(exc))
     seed = _int(where, "seed", raw.get("seed", 1), minimum=0)
+    dilation = _float(where, "time_dilation", raw.get("time_dilation", 1.0), minimum=1.0)
     scheduler = parse_scheduler(where, raw.get("scheduler", "themis"))
     duration = _float(where, "duration_s", raw.get("duration_s", 120), strict=True)
     cassini = dict(CASSINI_KEYS)
@@ -159,7 +161,8 @@ def from_mapping(raw, where="spec"):
             raise SpecError(where, "jobs", jobs_raw, "a non-empty list of jobs")
     jobs = _jobs(where, jobs_raw, profiles, topo, scheduler)
     return Spec(name=name, topology=topo, link=link, reference_gbps=ref, profiles=profiles, jobs=jobs,
-                scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, source=where, raw=raw)
+                scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
+                source=where, raw=raw)
 
 
 def _trace_jobs(where, trace, profiles, n_hosts, seed):

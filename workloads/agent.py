@@ -302,25 +302,17 @@ def main(argv=None):
                 time.sleep(inject[k])
             start = now()
             realigned = 0
-            if k > 0:
-                # an iteration never takes less than its profile time (the replay cannot run the
-                # model faster than it was measured); congestion still makes it longer
-                if not keep_grid or not leader:
-                    sleep_until(prev_start + it_s)
-                else:
-                    slot = round((start - t0) / it_s)
-                    dev = (start - t0) - slot * it_s               # in (-it/2, it/2]
-                    if dev < 0:                                     # early: wait for the slot
-                        sleep_until(t0 + slot * it_s)
-                    elif dev > frac * it_s:                         # late by > 5 %: next slot
-                        sleep_until(t0 + (slot + 1) * it_s)
-                        realigned = 1
-                        realigns += 1
-                    else:
-                        sleep_until(prev_start + it_s)
+            if k > 0 and keep_grid and leader:
+                slot = round((start - t0) / it_s)
+                dev = (start - t0) - slot * it_s                    # in (-it/2, it/2]
+                if dev < 0:                                         # early: wait for the slot
+                    sleep_until(t0 + slot * it_s)
+                elif dev > frac * it_s:                             # late by > 5 %: next slot
+                    sleep_until(t0 + (slot + 1) * it_s)
+                    realigned = 1
+                    realigns += 1
                 start = now()
             slot = round((start - t0) / it_s)
-            prev_start = start
             comm_start = comm_end = None
             for gap, ph in zip(gaps, phases):
                 time.sleep(max(0.0, gap))
@@ -329,6 +321,9 @@ def main(argv=None):
                 comm_start = comm_start if comm_start is not None else c0
                 comm_end = now()
             time.sleep(max(0.0, tail))
+            # an iteration never takes less than its profile time (the replay cannot run the model
+            # faster than it was measured); congestion still makes it longer
+            sleep_until(start + it_s)
             end = now()
             out.write(f"{cfg['job']},{args.worker},{k},{slot},{start - run_start:.6f},{comm_start - run_start:.6f},"
                       f"{comm_end - run_start:.6f},{end - run_start:.6f},{realigned}\n")

@@ -77,6 +77,18 @@ class Profile:
         return [p.gbps * 1000.0 * ratio for p in self.phases]
 
 
+def dilate(profile, factor):
+    """The profile with every time multiplied by ``factor`` (>= 1) and demands divided by it:
+    the same bytes per phase, spread over a longer time (time dilation for slow machines)."""
+    if factor == 1:
+        return profile
+    phases = tuple(Phase(p.start_ms * factor, p.duration_ms * factor, p.gbps / factor, p.pattern)
+                   for p in profile.phases)
+    return Profile(profile.name, profile.parallelism, profile.iteration_ms * factor, phases,
+                   profile.reference_gbps, profile.batch_size, profile.workers, profile.model_mb,
+                   profile.provenance, profile.source)
+
+
 def _num(where, key, value, positive=True, allow_zero=False):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ProfileError(where, key, value, "a number")

@@ -64,3 +64,13 @@ def test_builtin_without_provenance_is_refused(tmp_path):
                                  "provenance": {"iteration_ms": "measured"}}))
     with pytest.raises(ProfileError, match=r"toy.yaml: provenance.phases\[0\].start_ms"):
         load_file(f)
+
+
+def test_time_dilation_keeps_bytes_and_stretches_time():
+    from workloads.profiles import dilate
+    v = builtins()["vgg16"]
+    d = dilate(v, 4)
+    assert d.iteration_ms == 1020 and d.phases[0].start_ms == 564 and d.phases[0].duration_ms == 456
+    assert d.bytes_per_phase(1e-3) == pytest.approx(v.bytes_per_phase(1e-3))
+    assert d.comm_fraction == pytest.approx(v.comm_fraction)
+    assert dilate(v, 1) is v

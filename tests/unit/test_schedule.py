@@ -144,3 +144,22 @@ def test_schedule_cli_json_and_exit_statuses(tmp_path):
     p = subprocess.run([sys.executable, "-m", "harness.cli", "schedule", str(tmp_path / "none.yaml")],
                        capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 2 and "no such file" in p.stderr
+
+
+def test_poisson_arrivals_follow_the_load():
+    # rate = load * hosts / (E[workers] * E[duration]); check the mean gap over many jobs
+    import numpy as np
+    from workloads.profiles import builtins
+    s = spec(trace={"kind": "poisson", "jobs": 400, "load": 0.8, "iterations_scale": 0.1}, seed=9)
+    arrivals = np.array([j.arrival_s for j in s.jobs])
+    gaps = np.diff(arrivals)
+    mean_it = np.mean([p.iteration_ms for p in builtins().values()]) / 1000
+    expected_gap = 1 / (0.8 * 24 / (3 * mean_it * 600 * 0.1))
+    assert abs(gaps.mean() / expected_gap - 1) < 0.15          # 399 exponential gaps: sd of mean ~5 %
+    assert all(2 <= j.workers <= 4 and 20 <= j.iterations <= 100 for j in s.jobs)
+
+
+def test_time_dilation_in_spec():
+    assert spec(jobs=[{"model": "vgg16"}], time_dilation=2).time_dilation == 2
+    with pytest.raises(UsageError, match="time_dilation: 0.5"):
+        spec(jobs=[{"model": "vgg16"}], time_dilation=0.5)

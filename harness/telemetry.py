@@ -1,0 +1,181 @@
+"""Telemetry of a run: link utilisation and ECN marks on one clock, stored as ``links.csv``.
+
+Sources (the ``source`` column of links.csv says which one a row comes from):
+  openflow  the controller's port statistics (tx_bytes, utilisation) and its CE-counting entries:
+            ``ecn_marked`` = CE packets that *arrived* over the link at the next switch (marked on
+            this link or upstream). Directions into a host are not seen by a next switch: NaN.
+  marker    the ECN marker's own per-port counters: ``ecn_marked`` = packets this link's egress
+            queue marked; ``tx_bytes`` = bytes offered to the queue. Host NICs have no marker: no row.
+Directed link ``a>b`` is measured at a switch: its tx counter if ``a`` is a switch, else (host NIC)
+the rx counter of ``b``'s port. OVS reports 10 Gbit/s for every port whatever the shaping, so
+utilisation uses the rate of the topology's link model. Times are seconds since the run start
+(CLOCK_MONOTONIC, the clock of the agents). A sample that did not arrive is a gap, never a zero.
+"""
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+COLUMNS = ["time", "link", "direction", "tx_bytes", "utilization", "ecn_marked", "source"]
+
+
+def mono():
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
+class Telemetry:
+    """Start/stop sampling on a running Fabric; ``links(run_start)`` builds the table."""
+
+    def __init__(self, fabric, workdir, period_ms=100):
+        self.fab, self.dir, self.period = fabric, Path(workdir), period_ms / 1000.0
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.of_path, self.mk_path = self.dir / "openflow.jsonl", self.dir / "marker.jsonl"
+        self._stop = threading.Event()
+        self._thread = None
+
+    def start(self):
+        self.of_path.write_text("")
+        self.mk_path.write_text("")
+        self.fab.client().call("telemetry_start", out=str(self.of_path), period_ms=self.period * 1000)
+        self._thread = threading.Thread(target=self._sample_marker, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample_marker(self):
+        with open(self.mk_path, "a", buffering=1) as f:
+            nxt = mono()
+            while not self._stop.is_set():
+                try:
+                    counters = self.fab.marker_counters()
+                    f.write(json.dumps({"t": mono(), "ports": {d: [c.get("bytes", 0), c.get("marked", 0)]
+                                                               for d, c in counters.items()}}) + "\n")
+                except Exception:  # a failed read is a gap
+                    pass
+                nxt += self.period
+                self._stop.wait(max(0.0, nxt - mono()))
+
+    def sample_now(self):
+        """One synchronous marker sample (used at the edges of a measurement)."""
+        with open(self.mk_path, "a") as f:
+            counters = self.fab.marker_counters()
+            f.write(json.dumps({"t": mono(), "ports": {d: [c.get("bytes", 0), c.get("marked", 0)]
+                                                       for d, c in counters.items()}}) + "\n")
+
+    def stop(self):
+        self._stop.set()
+        if self._thread:
+            self._thread.join(5)
+        try:
+            self.fab.client().call("telemetry_stop")
+        except Exception:
+            pass
+
+    # ---- tables ---------------------------------------------------------
+    def links(self, run_start):
+        return build_links(self.fab.topo, self.fab.routes, read_jsonl(self.of_path), read_jsonl(self.mk_path),
+                           self.fab.port_dev, run_start)
+
+
+def read_jsonl(path):
+    out = []
+    p = Path(path)
+    if p.exists():
+        for line in p.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # a partial last line of an interrupted run
+    return out
+
+
+def port_map(topo):
+    """(dpid, port) -> [(link id, direction, counter index)] with counter 1 = tx, 0 = rx."""
+    m = {}
+    for link in topo.links:
+        for did, frm, to, port in link.directions():
+            if frm in topo.switches:
+                m.setdefault((topo.dpid(frm), port), []).append((link.id, did, 1, link.params.rate_bps))
+            else:  # host NIC: measured as rx at the switch port it feeds
+                m.setdefault((topo.dpid(to), topo.port(to, frm)), []).append((link.id, did, 0, link.params.rate_bps))
+    return m
+
+
+def ce_arrivals(topo, routes, ce_by_switch):
+    """{direction: CE packets that arrived over it} from one CE sample per switch {dpid: {pair: n}}."""
+    out = {}
+    for (src, dst), path in routes.items():
+        key = f"{topo.mac(src)}>{topo.mac(dst)}"
+        for prev, node in zip(path, path[1:]):
+            if node in topo.switches:
+                n = ce_by_switch.get(topo.dpid(node), {}).get(key)
+                if n is not None:
+                    out[f"{prev}>{node}"] = out.get(f"{prev}>{node}", 0) + n
+    return out
+
+
+def build_links(topo, routes, of_records, mk_records, port_dev, run_start):
+    rows = []
+    pmap = port_map(topo)
+    last = {}
+    # CE entries: latest sample of every switch, applied at each CE record's time
+    ce_state = {}
+    switch_in = {}
+    for (src, dst), path in routes.items():
+        for prev, node in zip(path, path[1:]):
+            if node in topo.switches:
+                switch_in.setdefault(topo.dpid(node), set()).add(f"{prev}>{node}")
+    link_of = {d: l.id for l in topo.links for d, *_ in l.directions()}
+    for rec in sorted(of_records, key=lambda r: r["t"]):
+        t = rec["t"] - run_start
+        if rec["kind"] == "port":
+            for port, vals in rec["ports"].items():
+                for link_id, did, idx, rate in pmap.get((rec["dpid"], int(port)), []):
+                    b = vals[idx]
+                    prev = last.get(did)
+                    util = np.nan if prev is None or t <= prev[0] else (b - prev[1]) * 8 / (t - prev[0]) / rate
+                    last[did] = (t, b)
+                    rows.append((t, link_id, did, b, util, np.nan, "openflow"))
+        elif rec["kind"] == "ce":
+            ce_state[rec["dpid"]] = rec["ce"]
+            arrived = ce_arrivals(topo, routes, {rec["dpid"]: rec["ce"]})
+            for did in sorted(switch_in.get(rec["dpid"], ())):
+                rows.append((t, link_of[did], did, np.nan, np.nan, arrived.get(did, 0), "openflow"))
+    dev_dir = {}
+    for link in topo.links:
+        for did, frm, _to, port in link.directions():
+            if frm in topo.switches:
+                dev_dir[port_dev(frm, port)] = (link.id, did, link.params.rate_bps)
+    lastm = {}
+    for rec in sorted(mk_records, key=lambda r: r["t"]):
+        t = rec["t"] - run_start
+        for dev, (b, marked) in rec["ports"].items():
+            if dev not in dev_dir:
+                continue
+            link_id, did, rate = dev_dir[dev]
+            prev = lastm.get(did)
+            util = np.nan if prev is None or t <= prev[0] else (b - prev[1]) * 8 / (t - prev[0]) / rate
+            lastm[did] = (t, b)
+            rows.append((t, link_id, did, b, util, marked, "marker"))
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    return df.sort_values(["time", "source", "direction"], kind="stable").reset_index(drop=True)
+
+
+def last_value(df, direction, source, column):
+    d = df[(df.direction == direction) & (df.source == source)][column].dropna()
+    return d.iloc[-1] if len(d) else np.nan
+
+
+def ce_by_pair(of_records, topo, routes):
+    """Latest CE count per (src, dst) at the last switch of its route (marks on every link but the last)."""
+    latest = {}
+    for rec in of_records:
+        if rec["kind"] == "ce":
+            latest[rec["dpid"]] = rec["ce"]
+    out = {}
+    for (src, dst), path in routes.items():
+        last_switch = path[-2]
+        out[(src, dst)] = latest.get(topo.dpid(last_switch), {}).get(f"{topo.mac(src)}>{topo.mac(dst)}", 0)
+    return out

@@ -1,0 +1,103 @@
+"""Telemetry cross-checks on a real fabric: two sources counting the same packets must agree."""
+import json
+import time
+
+import pytest
+
+from harness.fabric import Fabric
+from harness.lifecycle import RunLock
+from harness.netcheck import ce_received, iperf
+from harness.telemetry import Telemetry, ce_by_pair, last_value, mono, read_jsonl
+from tests.emulation.conftest import net_state
+from topologies import dumbbell
+
+
+@pytest.fixture(scope="module")
+def fab():
+    before = net_state()
+    lock = RunLock()
+    lock.acquire()
+    f = Fabric(dumbbell(2), lock.ledger, lock.dir)
+    f.start()
+    yield f
+    f.stop()
+    lock.release()
+    after = net_state()
+    for key in ("veths", "bridges", "pins", "procs"):
+        assert not after[key] - before[key], f"leaked {key}"
+
+
+@pytest.fixture
+def no_leaks():
+    """Overrides the per-test check: these tests share one fabric, checked by ``fab`` at the end."""
+    yield
+
+
+def measure(fab, tmp_path, flows, seconds, rate_bps=None):
+    tm = Telemetry(fab, tmp_path, period_ms=100).start()
+    run_start = mono()
+    time.sleep(0.3)
+    ce0 = {d: ce_received(fab, d) for _s, d in flows}
+    rates = iperf_bytes(fab, flows, seconds, rate_bps)
+    time.sleep(0.4)                     # let a sample after the last packet arrive
+    ce1 = {d: ce_received(fab, d) for _s, d in flows}
+    tm.stop()
+    return tm, tm.links(run_start), rates, {d: ce1[d] - ce0[d] for d in ce0}
+
+
+def iperf_bytes(fab, flows, seconds, rate_bps):
+    servers = [fab.net.get(d).popen(["iperf3", "-s", "-1", "-p", str(5301 + i)]) for i, (_s, d) in enumerate(flows)]
+    time.sleep(0.3)
+    clients = []
+    for i, (s, d) in enumerate(flows):
+        argv = ["iperf3", "-c", fab.topo.ip(d), "-p", str(5301 + i), "-t", str(seconds), "-J"]
+        if rate_bps:
+            argv += ["-b", str(int(rate_bps)), "--fq-rate", str(int(rate_bps))]
+        clients.append(fab.net.get(s).popen(argv))
+    got = [json.loads(c.communicate()[0])["end"]["sum_received"]["bytes"] for c in clients]
+    for s in servers:
+        s.wait(5)
+    return got
+
+
+def delta(df, direction, source, column):
+    d = df[(df.direction == direction) & (df.source == source)][column].dropna()
+    return d.iloc[-1] - d.iloc[0]
+
+
+def test_congested_bottleneck_counters_agree(fab, tmp_path):
+    flows = [("h1", "h3"), ("h2", "h4")]
+    tm, df, app_bytes, receiver_ce = measure(fab, tmp_path, flows, 5)
+    of = read_jsonl(tm.of_path)
+    first = [r for r in of if r["kind"] == "ce"][:2]
+    # (a) CE packets seen by the controller at the last switch = CE packets the receivers got
+    ce_last = ce_by_pair(of, fab.topo, fab.routes)
+    ce_first = ce_by_pair(first, fab.topo, fab.routes)
+    controller = sum(ce_last[f] - ce_first.get(f, 0) for f in flows)
+    # the last hop (ToR -> host) has no next switch: its marks come from the marker's counters
+    last_hop = sum(delta(df, f"s2>{d}", "marker", "ecn_marked") for _s, d in flows)
+    receivers = sum(receiver_ce.values())
+    assert receivers > 100                                   # the bottleneck really marked
+    assert abs(controller + last_hop - receivers) <= 0.01 * receivers, (controller, last_hop, receivers)
+    # the marker's count on the bottleneck port and the controller's CE arrivals behind it agree
+    marked = delta(df, "s1>s2", "marker", "ecn_marked")
+    arrived = delta(df, "s1>s2", "openflow", "ecn_marked")
+    assert abs(marked - arrived) <= max(2, 0.01 * marked), (marked, arrived)
+    # (b) bytes from port statistics = bytes the applications received (+ frame headers, < 2 %)
+    for (s, d), app in zip(flows, app_bytes):
+        port = delta(df, f"s2>{d}", "openflow", "tx_bytes")
+        assert 0.99 <= port / app <= 1.02, (d, port, app)
+    # utilisation of the bottleneck while both flows ran is near 1 (rate from the link model)
+    u = df[(df.direction == "s1>s2") & (df.source == "openflow")].utilization.dropna()
+    assert u.quantile(0.5) >= 0.9
+
+
+def test_no_congestion_no_marks(fab, tmp_path):
+    flows = [("h1", "h3")]
+    tm, df, _app, receiver_ce = measure(fab, tmp_path, flows, 3, rate_bps=0.5 * 50e6)
+    assert receiver_ce == {"h3": 0}
+    for source in ("marker", "openflow"):
+        m = df[df.source == source].groupby("direction").ecn_marked.agg(lambda x: x.max() - x.min()).fillna(0)
+        assert (m == 0).all(), m[m != 0]
+    u = df[(df.direction == "s1>s2") & (df.source == "openflow")].utilization.dropna()
+    assert 0.4 <= u.quantile(0.5) <= 0.6          # half loaded, as paced
