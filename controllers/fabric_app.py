@@ -211,8 +211,9 @@ class FabricController(app_manager.OSKenApp):
         return out
 
     # ---- telemetry --------------------------------------------------------
-    def telemetry_start(self, out, period_ms):
+    def telemetry_start(self, out, period_ms, dpids=None):
         self.telemetry_stop()
+        self.tm_dpids = set(dpids) if dpids else None
         self.tm_file = open(out, "a", buffering=1 << 16)
         self.tm_period = period_ms / 1000.0
         self.tm_parts = {}
@@ -230,6 +231,8 @@ class FabricController(app_manager.OSKenApp):
         next_t = time.monotonic()
         while True:
             for dp in list(self.datapaths.values()):
+                if self.tm_dpids is not None and dp.id not in self.tm_dpids:
+                    continue
                 ofp, parser = dp.ofproto, dp.ofproto_parser
                 dp.send_msg(parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
                 dp.send_msg(parser.OFPFlowStatsRequest(dp, 0, 0, ofp.OFPP_ANY, ofp.OFPG_ANY,
@@ -270,7 +273,7 @@ class FabricController(app_manager.OSKenApp):
                     elif op == "routes":
                         resp = {"ok": True, "routes": self.installed_routes()}
                     elif op == "telemetry_start":
-                        self.telemetry_start(req["out"], float(req.get("period_ms", 100)))
+                        self.telemetry_start(req["out"], float(req.get("period_ms", 100)), req.get("dpids"))
                         resp = {"ok": True}
                     elif op == "telemetry_stop":
                         self.telemetry_stop()

@@ -7,6 +7,9 @@ Checks (each gives ok, the measured figures, and a one-line detail):
                   compared with rate x payload share of a frame, since HTB counts whole frames)
   ecn_congested   two full-rate flows into one host: the marker marks and the receiver sees CE > 0
   ecn_idle        one flow paced at half the link rate: no marks anywhere, no CE at the receiver
+  counters        during the congested check, the controller's CE-counting entries saw, on each
+                  link the marker marked, the packets the marker marked (within 1 %), and no CE
+                  packet on links off the flows' paths
 A check that cannot run (a tool missing) fails with the reason; nothing is skipped silently.
 """
 import json
@@ -98,13 +101,24 @@ def check_shaped_rate(fab, seconds=3):
 
 
 def check_ecn(fab, seconds=4):
+    import tempfile
+
+    from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, ce_arrivals, read_jsonl
     topo = fab.topo
     a, b, dst = topo.hosts[0], topo.hosts[1], topo.hosts[-1]
     params = topo.link_between(dst, topo.edge_of(dst)).params
-    # congested: two full-rate senders into one receiver
+    # congested: two full-rate senders into one receiver, the controller polling its counters
+    tmp = tempfile.TemporaryDirectory(prefix="interleave-netcheck-")
+    tm = Telemetry(fab, tmp.name, period_ms=200, marker=False).start()
+    time.sleep(FLOW_STATS_SETTLE_S)
     m0, ce0 = _marks(fab), ce_received(fab, dst)
     rates = iperf(fab, [(a, dst), (b, dst)], seconds)
+    time.sleep(FLOW_STATS_SETTLE_S)
     m1, ce1 = _marks(fab), ce_received(fab, dst)
+    tm.stop()
+    counters = _counters_check(fab, read_jsonl(tm.of_path), {d: m1[d] - m0.get(d, 0) for d in m1},
+                               [(a, dst), (b, dst)], ce_arrivals)
+    tmp.cleanup()
     marked = {d: m1[d] - m0.get(d, 0) for d in m1 if m1[d] - m0.get(d, 0)}
     congested = {"name": "ecn_congested", "ok": sum(marked.values()) > 0 and ce1 - ce0 > 0,
                  "flows": [f"{a}->{dst}", f"{b}->{dst}"], "goodput_mbps": [round(r / 1e6, 2) for r in rates],
@@ -120,7 +134,52 @@ def check_ecn(fab, seconds=4):
             "flows": [f"{a}->{dst} at {params.rate_mbps * 0.5:g} Mbit/s"], "goodput_mbps": [round(rate / 1e6, 2)],
             "marker_marks": marked, "receiver_ce": ce1 - ce0,
             "detail": f"{sum(marked.values())} marks, {ce1 - ce0} CE packets with the link half loaded"}
-    return [congested, idle]
+    return [congested, idle, counters]
+
+
+def _counters_check(fab, records, marks_by_dev, flows, ce_arrivals):
+    topo = fab.topo
+    ces = [r for r in records if r["kind"] == "ce"]
+    first, last = {}, {}
+    for r in ces:
+        first.setdefault(r["dpid"], r["ce"])
+        last[r["dpid"]] = r["ce"]
+    before, after = ce_arrivals(topo, fab.routes, first), ce_arrivals(topo, fab.routes, last)
+    seen = {d: after.get(d, 0) - before.get(d, 0) for d in after}
+    dir_of = {}
+    for link in topo.links:
+        for did, frm, _to, port in link.directions():
+            if frm in topo.switches:
+                dir_of[fab.port_dev(frm, port)] = did
+    marked = {dir_of[dev]: n for dev, n in marks_by_dev.items() if n}
+    on_path = {f"{u}>{v}" for s, d in flows for u, v in zip(fab.routes[(s, d)], fab.routes[(s, d)][1:])}
+    last_hop = {f"{fab.routes[f][-2]}>{fab.routes[f][-1]}" for f in flows}
+    # CE arrivals accumulate downstream: on a marked link the controller sees its marks plus
+    # upstream ones; compare where the first marking link is (what the marker counts there)
+    mism = {}
+    for did, n in marked.items():
+        if did in last_hop:
+            continue                                  # no next switch: counted at the receiver
+        upstream = sum(m for d2, m in marked.items() if d2 != did and d2 in on_path
+                       and _upstream(fab, flows, d2, did))
+        if abs(seen.get(did, 0) - n - upstream) > max(2, 0.01 * n):
+            mism[did] = {"marker": n, "controller": seen.get(did, 0)}
+    stray = {d: n for d, n in seen.items() if n and d not in on_path}
+    ok = bool(len(ces) >= 2 and not mism and not stray and (marked or sum(seen.values()) == 0))
+    return {"name": "counters", "ok": ok, "marker_marks": marked, "controller_ce_arrivals":
+            {d: n for d, n in seen.items() if n}, "mismatched": mism, "off_path": stray,
+            "detail": (f"controller saw {sum(seen.values())} CE arrivals on {sorted(d for d, n in seen.items() if n)}; "
+                       f"marker marked {sum(marked.values())} on {sorted(marked)}"
+                       + (f"; MISMATCH {mism}" if mism else "") + (f"; OFF-PATH {stray}" if stray else ""))}
+
+
+def _upstream(fab, flows, a, b):
+    """Is directed link ``a`` before ``b`` on some flow's route?"""
+    for f in flows:
+        hops = [f"{u}>{v}" for u, v in zip(fab.routes[f], fab.routes[f][1:])]
+        if a in hops and b in hops and hops.index(a) < hops.index(b):
+            return True
+    return False
 
 
 def run_checks(fab, log=lambda msg: None):

@@ -16,7 +16,7 @@ cannot finish a phase without the leader's data). Other jobs run free ("send whe
 
 Communication. A phase of ``gbps`` for ``duration_ms`` at the reference rate carries
 ``gbps * duration / 8 * scale`` bytes per transfer (``scale`` = emulated rate / reference rate),
-paced in user space at ``gbps * scale`` (16 KB slices on a token schedule), so alone it lasts
+paced in user space at ``gbps * scale`` (8 KB slices on a token schedule), so alone it lasts
 ``duration_ms``:
   ring_allreduce, tensor_allreduce: 2(N-1) steps; in each, every worker sends 1/(2(N-1)) of the
     bytes to its ring successor and receives as much from its predecessor (reduce-scatter then
@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 
-SLICE = 16 * 1024
+SLICE = 8 * 1024          # one jumbo frame of payload: emission follows the fluid rate closely
 HEADER = struct.Struct("!I")
 
 

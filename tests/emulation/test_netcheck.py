@@ -12,7 +12,8 @@ def test_netcheck_passes(topology):
     assert p.returncode == 0, p.stderr[-2000:]
     doc = json.loads(p.stdout)
     checks = {c["name"]: c for c in doc["checks"]}
-    assert set(checks) == {"reachability", "routes", "shaped_rate", "ecn_congested", "ecn_idle"}
+    assert set(checks) == {"reachability", "routes", "shaped_rate", "ecn_congested", "ecn_idle", "counters"}
+    assert checks["counters"]["mismatched"] == {} and checks["counters"]["off_path"] == {}
     assert all(c["ok"] for c in checks.values())
     assert checks["reachability"]["unreachable"] == []
     assert abs(checks["shaped_rate"]["ratio"] - 1) <= 0.10
