@@ -36,7 +36,21 @@ def vswitchd_pid():
     return int(Path("/run/openvswitch/ovs-vswitchd.pid").read_text())
 
 
-def run_one(topology, rate, seconds, omit, mtu):
+def sampling(path, period_s, wall_s):
+    """(median interval ms, share of expected port samples received) from the controller's log."""
+    from harness.telemetry import read_jsonl
+    by = {}
+    for r in read_jsonl(path):
+        if r["kind"] == "port":
+            by.setdefault(r["dpid"], []).append(r["t"])
+    if not by:
+        return None, 0.0
+    gaps = [b - a for ts in by.values() for a, b in zip(ts, ts[1:])]
+    got = sum(len(ts) for ts in by.values())
+    return round(sorted(gaps)[len(gaps) // 2] * 1000, 1), round(got / (len(by) * wall_s / period_s), 3)
+
+
+def run_one(topology, rate, seconds, omit, mtu, telemetry_ms=None):
     params = LinkParams.scaled(rate, mtu=mtu)
     topo = by_name(topology, link=params)
     n = len(topo.hosts)
@@ -53,6 +67,12 @@ def run_one(topology, rate, seconds, omit, mtu):
             servers = [fab.net.get(d).popen(["iperf3", "-s", "-1", "-p", str(5201 + i)])
                        for i, (_s, d) in enumerate(pairs)]
             time.sleep(0.5)
+            tm = None
+            if telemetry_ms:
+                import tempfile
+                from harness.telemetry import Telemetry
+                tmpdir = tempfile.mkdtemp(prefix="interleave-bench-")
+                tm = Telemetry(fab, tmpdir, period_ms=telemetry_ms, marker=False).start()
             vpid = vswitchd_pid()
             c0, w0 = cpu_seconds(vpid), time.monotonic()
             clients = [fab.net.get(s).popen(["iperf3", "-c", topo.ip(d), "-p", str(5201 + i), "-t",
@@ -65,7 +85,12 @@ def run_one(topology, rate, seconds, omit, mtu):
                     got.append(json.loads(out)["end"]["sum_received"]["bits_per_second"])
                 except (ValueError, KeyError):
                     got.append(0.0)
-            cpu = (cpu_seconds(vpid) - c0) / (time.monotonic() - w0)
+            wall = time.monotonic() - w0
+            cpu = (cpu_seconds(vpid) - c0) / wall
+            samp = (None, None)
+            if tm:
+                tm.stop()
+                samp = sampling(tm.of_path, telemetry_ms / 1000, wall)
             for s in servers:
                 s.wait(10)
         finally:
@@ -78,7 +103,8 @@ def run_one(topology, rate, seconds, omit, mtu):
             "aggregate_mbps": round(sum(got) / 1e6, 1), "ideal_mbps": round(ideal_goodput / 1e6, 1),
             "fidelity": round(sum(got) / ideal_goodput, 3),
             "min_flow_mbps": round(min(got) / 1e6, 2), "max_flow_mbps": round(max(got) / 1e6, 2),
-            "vswitchd_cpu": round(cpu, 2), "build_s": round(build, 2), "teardown_s": round(teardown, 2)}
+            "vswitchd_cpu": round(cpu, 2), "build_s": round(build, 2), "teardown_s": round(teardown, 2),
+            "telemetry_ms": telemetry_ms, "sample_interval_ms": samp[0], "samples_received": samp[1]}
 
 
 def main():
@@ -89,10 +115,26 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--omit", type=int, default=2)
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--telemetry-ms", default="", help="comma list of polling periods to compare (0 = off), "
+                                                        "at the first rate of --rates")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench needs root: sudo .venv/bin/python bench/fabric_fidelity.py")
     rows = []
+    if args.telemetry_ms:
+        rate = float(args.rates.split(",")[0])
+        print(f"Telemetry polling during the load ({rate:g} Mbit/s links):\n")
+        print("| polling period | aggregate / ideal (Mbit/s) | fidelity | vswitchd CPU | median sample interval | samples received |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for p in (float(x) for x in args.telemetry_ms.split(",")):
+            r = run_one(args.topology, rate, args.seconds, args.omit, args.mtu, telemetry_ms=p or None)
+            rows.append(r)
+            print(f"| {'off' if not p else f'{p:g} ms'} | {r['aggregate_mbps']} / {r['ideal_mbps']} | {r['fidelity']} | "
+                  f"{r['vswitchd_cpu']:.0%} | {r['sample_interval_ms'] if p else '-'} ms | "
+                  f"{r['samples_received'] if p else '-'} |", flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=2))
+        return
     print("| link | flows | aggregate / max-min ideal (Mbit/s) | fidelity | slowest..fastest flow | "
           "vswitchd CPU | build | teardown |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -134,8 +134,9 @@ def cmd_profile(args):
     from pathlib import Path
     Path(args.out).write_text(f"# Measured profile of job {args.job} ({spec.source}); provenance below.\n" +
                               yaml.safe_dump(prof, sort_keys=False, width=120, allow_unicode=True))
-    log(f"wrote {args.out}: iteration {prof['iteration_ms']} ms, {len(prof['phases'])} phase(s), "
-        f"{info['iterations_seen']} iterations seen")
+    log(f"wrote {args.out}: iteration {prof['iteration_ms']} ms from the counters "
+        f"(the agents' own clocks: {info['replay_iteration_ms']} ms; profile replayed: "
+        f"{info['profile_iteration_ms']:g} ms), {len(prof['phases'])} phase(s), {info['iterations_seen']} iterations seen")
     if args.json:
         print(json.dumps({"profile": prof, **info}, indent=2))
     return 0

@@ -239,6 +239,9 @@ def measure(spec, job_name, workdir, period_ms=5.0, seconds=8.0, log=lambda m: N
             finally:
                 rp.stop()
                 tm.stop()
+            rows = rp.iterations()
+    w0 = rows[rows.worker == 0].sort_values("iteration")
+    replay_ms = float(np.diff(w0.start.to_numpy()).mean() * 1000) if len(w0) > 2 else float("nan")
     times, mbps = nic_series(read_jsonl(tm.of_path), topo.dpid(edge), topo.port(edge, hosts[0]))
     scale = topo.links[0].params.rate_mbps / (prof.reference_gbps * 1000)
     got = extract(times, mbps, scale)
@@ -257,4 +260,5 @@ def measure(spec, job_name, workdir, period_ms=5.0, seconds=8.0, log=lambda m: N
                                                         else "; width = area / plateau height")
                              for i in range(len(got["phases"])) for k in ("start_ms", "duration_ms", "gbps")}},
            "notes": "communication pattern copied from the replayed profile (a NIC counter cannot show it)"}
-    return out, {"hosts": hosts, "samples": len(times), "iterations_seen": got["iterations_seen"]}
+    return out, {"hosts": hosts, "samples": len(times), "iterations_seen": got["iterations_seen"],
+                 "replay_iteration_ms": round(replay_ms, 2), "profile_iteration_ms": prof.iteration_ms}
