@@ -6,8 +6,12 @@ export PYTHONWARNINGS := ignore
 setup:
 	@bash scripts/setup.sh
 
+DEMO := experiments/demo.yaml
 demo: setup
-	$(PY) -m harness.cli netcheck --topology fattree
+	@rm -rf results/demo-themis results/demo-cassini results/demo-report
+	$(PY) -m harness.cli run $(DEMO) --scheduler themis --out results/demo-themis
+	$(PY) -m harness.cli run $(DEMO) --scheduler themis+cassini --out results/demo-cassini
+	$(PY) -m harness.cli report results/demo-themis results/demo-cassini --out results/demo-report
 
 test: setup
 	$(PY) -m pytest -q tests/unit tests/emulation

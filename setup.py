@@ -21,6 +21,7 @@ setup(
         "numpy>=1.24,<3",
         "pandas>=2.0,<4",
         "scapy>=2.5,<3",
+        "matplotlib>=3.7,<4",
     ],
     extras_require={"test": ["pytest>=7,<10", "hypothesis>=6.80,<7"]},
     entry_points={"console_scripts": ["interleave=harness.cli:main"]},

@@ -82,7 +82,7 @@ def cmd_netcheck(args):
 def cmd_schedule(args):
     from harness import spec as spec_mod
     from harness.schedulers.plan import ScheduleError, schedule
-    spec = spec_mod.load(args.spec)
+    spec = spec_mod.load(args.spec, scheduler=args.scheduler)
     try:
         out = schedule(spec)
     except ScheduleError as exc:
@@ -142,6 +142,38 @@ def cmd_profile(args):
     return 0
 
 
+def cmd_run(args):
+    from pathlib import Path
+
+    from harness import spec as spec_mod
+    from harness.runner import run
+    from harness.schedulers.plan import ScheduleError
+    spec = spec_mod.load(args.spec, scheduler=args.scheduler)
+    if os.geteuid() != 0:
+        raise EnvError("run builds a network and needs root", "run it with sudo")
+    out = Path(args.out) if args.out else Path("results") / f"{spec.name}-{spec.scheduler.replace('+', '-')}"
+    log(f"run {spec.name}: {spec.scheduler}, {len(spec.jobs)} jobs on {spec.topology.name} "
+        f"({len(spec.topology.hosts)} hosts, {spec.link.rate_mbps:g} Mbit/s) -> {out}")
+    try:
+        summary = run(spec, out, quiet=args.quiet, datapath=args.datapath, ecn_marker=args.ecn_marker, log=log)
+    except ScheduleError as exc:
+        raise UsageError(f"{args.spec}: {exc}")
+    t = summary["totals"]
+    log(f"done: mean iteration {t['iteration_ms_mean']} ms, p99 {t['iteration_ms_p99']} ms, "
+        f"{t['ecn_marks']} ECN marks; fidelity {'ok' if summary['fidelity']['ok'] else 'NOT OK: ' + '; '.join(summary['fidelity']['notes'])}")
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    return 0
+
+
+def cmd_report(args):
+    from harness.report import report
+    out, md = report(args.dirs, args.out)
+    print(md)
+    log(f"report written to {out}/report.md, report.html and plots")
+    return 0
+
+
 def cmd_clean(args):
     from harness.lifecycle import RunLock
     if os.geteuid() != 0:
@@ -177,6 +209,7 @@ def build_parser():
     p.add_argument("spec", help="experiment spec (YAML)")
     p.add_argument("--json", action="store_true", help="print the schedule as JSON")
     p.add_argument("--out", help="also write the schedule JSON to this file")
+    p.add_argument("--scheduler", help="override the spec's scheduler (e.g. themis, themis+cassini)")
     p.set_defaults(func=cmd_schedule)
 
     p = sub.add_parser("profile", help="run one job alone and write its measured profile")
@@ -187,6 +220,21 @@ def build_parser():
     p.add_argument("--seconds", type=float, default=8.0, help="how long to run the job (default 8)")
     p.add_argument("--json", action="store_true", help="print the profile as JSON too")
     p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("run", help="the whole experiment; writes a results directory")
+    p.add_argument("spec", help="experiment spec (YAML)")
+    p.add_argument("--out", help="results directory (default results/<spec name>-<scheduler>)")
+    p.add_argument("--scheduler", help="override the spec's scheduler (e.g. themis, themis+cassini)")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--datapath", choices=["kernel", "user"], help="override the doctor's choice")
+    p.add_argument("--ecn-marker", choices=["red", "bpf"], help="override the doctor's choice")
+    p.add_argument("--json", action="store_true", help="print summary.json")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("report", help="compare results directories: tables and plots")
+    p.add_argument("dirs", nargs="+", help="results directories (the first is the baseline)")
+    p.add_argument("--out", help="where to write report.md/.html and plots")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("clean", help="remove leftovers of earlier runs of this tool only")
     p.set_defaults(func=cmd_clean)

@@ -88,7 +88,8 @@ def parse_scheduler(where, s):
     return s
 
 
-def load(path):
+def load(path, scheduler=None):
+    """Load and validate a spec file; ``scheduler`` overrides the file's (and is validated too)."""
     path = Path(path)
     where = str(path)
     try:
@@ -97,6 +98,8 @@ def load(path):
         raise UsageError(f"{where}: no such file")
     except yaml.YAMLError as exc:
         raise UsageError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})")
+    if scheduler is not None and isinstance(raw, dict):
+        raw = {**raw, "scheduler": scheduler}
     return from_mapping(raw, where)
 
 

@@ -1,0 +1,233 @@
+"""``interleave run``: one spec in, one results directory out.
+
+Order: validate the spec; schedule (harness.schedulers.plan); build the fabric with the backends the
+doctor chose; start telemetry; start each job's agents when its epoch comes and its hosts are free
+(a job that the schedule placed on hosts still busy waits for them); stop; write the results.
+
+Results directory (the contract): ``spec.yaml``, ``schedule.json``, ``environment.json``,
+``iterations.csv``, ``links.csv``, ``summary.json``. It is written under ``<out>.partial`` and
+renamed at the end: complete or absent. An interrupted or failed run tears the fabric down and
+keeps what it had under ``<name>.partial`` (no ``summary.json``), and says so. Files belong to the
+invoking user when run with sudo.
+
+Time: seconds since the run start (CLOCK_MONOTONIC). With ``time_dilation: D`` the fabric runs at
+rate / D and every profile time is stretched by D; the results are reported in undilated time.
+Not done yet: re-phasing running jobs at later epochs (their shifts are kept from placement).
+"""
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from harness import __version__, probe
+from harness.errors import InterleaveError
+from harness.fabric import Fabric
+from harness.lifecycle import RunLock
+from harness.linkmodel import LinkParams
+from harness.netcheck import ce_received
+from harness.replay import COLUMNS as ITER_COLUMNS, Replayer
+from harness.schedulers.plan import schedule
+from harness.telemetry import Telemetry, mono
+from topologies import by_name
+from workloads.profiles import dilate
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def versions():
+    out = {"interleave": __version__, "python": platform.python_version(), "kernel": os.uname().release}
+    for mod in ("os_ken", "mininet", "numpy", "pandas", "networkx"):
+        try:
+            m = __import__(mod)
+            out[mod] = getattr(m, "__version__", None) or getattr(getattr(m, "net", None), "VERSION", None)
+        except Exception:
+            out[mod] = None
+    try:
+        from mininet.net import VERSION
+        out["mininet"] = VERSION
+    except Exception:
+        pass
+    out["ovs"] = probe.ovs_status()["version"]
+    return out
+
+
+def chown_to_invoker(path):
+    uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
+    if os.geteuid() == 0 and uid and gid:
+        for root, dirs, files in os.walk(path):
+            for n in [root] + [os.path.join(root, x) for x in dirs + files]:
+                os.chown(n, int(uid), int(gid))
+
+
+def cpu_idle():
+    v = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return v[3] + v[4], sum(v)
+
+
+class Progress:
+    def __init__(self, quiet, total_jobs):
+        self.quiet, self.total, self.last = quiet, total_jobs, 0.0
+
+    def __call__(self, elapsed, running, done, iterations, eta):
+        if self.quiet or elapsed - self.last < 1.0:
+            return
+        self.last = elapsed
+        sys.stderr.write(f"\r  {elapsed:6.1f} s  jobs running {running}, done {done}/{self.total}, "
+                         f"iterations {iterations}" + (f", about {eta:.0f} s left " if eta is not None else " "))
+        sys.stderr.flush()
+
+    def end(self):
+        if not self.quiet:
+            sys.stderr.write("\n")
+
+
+def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m: None):
+    findings = probe.doctor()
+    backends = probe.resolve(findings, datapath, ecn_marker)
+    probe.require_ready(findings)
+    plan = schedule(spec)
+    D = spec.time_dilation
+    link = spec.link if D == 1 else LinkParams.scaled(spec.link.rate_mbps / D, mtu=spec.link.mtu)
+    topo = spec.topology if D == 1 else by_name(spec.topology.name, link=link, **spec.topology.params)
+    out_dir = Path(out_dir)
+    work = out_dir.with_name(out_dir.name + ".partial")
+    if out_dir.exists():
+        raise InterleaveError(f"{out_dir} exists: choose another --out or remove it")
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    (work / "spec.yaml").write_text(yaml.safe_dump(spec.raw, sort_keys=False))
+    (work / "schedule.json").write_text(json.dumps(plan, indent=2))
+    env = {"doctor": findings, "backends": backends, "versions": versions(), "time_dilation": D,
+           "link": link.to_dict(), "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    (work / "environment.json").write_text(json.dumps(env, indent=2))
+    jobs = {j.name: j for j in spec.jobs}
+    sched = {j["name"]: j for j in plan["jobs"]}
+    order = sorted(plan["jobs"], key=lambda j: (j["placed_at_s"], j["name"]))
+    realign = spec.uses_cassini or spec.base == "fixed"
+    ok = False
+    progress = Progress(quiet, len(jobs))
+    try:
+        with RunLock(log=log) as lock:
+            with Fabric(topo, lock.ledger, lock.dir, datapath=backends["datapath"], marker=backends["ecn_marker"],
+                        cc=backends["congestion_control"], log=log) as fab:
+                tm = Telemetry(fab, work / "telemetry", period_ms=float((spec.raw.get("telemetry") or {})
+                                                                          .get("period_ms", 100))).start()
+                rp = Replayer(fab, work, log)
+                run_start = mono()
+                idle0 = cpu_idle()
+                started, finished, ce0, ce1 = {}, {}, {}, {}
+                host_free_at = {}
+                pending = list(order)
+                index = {j["name"]: i for i, j in enumerate(plan["jobs"])}
+                # all agents of the same epoch share T0; shifts are offsets from it
+                while pending or rp.running():
+                    now = mono() - run_start
+                    for j in list(pending):
+                        hosts = j["hosts"]
+                        busy = [h for h in hosts if any(h in started[n]["hosts"] for n in started if n not in finished)]
+                        if j["placed_at_s"] * D <= now and not busy:
+                            job = jobs[j["name"]]
+                            prof = dilate(spec.profiles[job.model], D)
+                            t0 = mono() + 2.0 + 0.1 * len(hosts)
+                            for h in hosts:
+                                ce0[(j["name"], h)] = ce_received(fab, h)
+                            rp.start(job, prof, hosts, j["time_shift_ms"] * D, t0, run_start, index[j["name"]], realign)
+                            started[j["name"]] = {"hosts": hosts, "t0": t0 - run_start, "at": now}
+                            pending.remove(j)
+                    rp.check()
+                    for (name, w), p in list(rp.procs.items()):
+                        if name not in finished and all(rp.procs[(name, k)].poll() is not None
+                                                        for k in range(len(started[name]["hosts"]))):
+                            finished[name] = mono() - run_start
+                            for h in started[name]["hosts"]:
+                                ce1[(name, h)] = ce_received(fab, h)
+                    df = rp.iterations() if int(now) % 2 == 0 else None
+                    done_it = len(df) if df is not None else 0
+                    progress(now / D, len(started) - len(finished), len(finished), done_it, None)
+                    if now > (spec.duration_s * D) + 600 * D:
+                        raise InterleaveError(f"run exceeded duration_s + 600 s ({spec.duration_s} s asked)")
+                    time.sleep(0.2)
+                progress.end()
+                time.sleep(1.2)                       # flow counters catch up (FLOW_STATS_SETTLE_S)
+                tm.stop()
+                idle1 = cpu_idle()
+                iters = rp.iterations()
+                links = tm.links(run_start)
+                summaries = rp.summaries()
+            ok = True
+    finally:
+        if not ok:
+            progress.end()
+            log(f"run failed or interrupted: partial data kept in {work}")
+    # time back to undilated seconds
+    for c in ("start", "comm_start", "comm_end", "end"):
+        iters[c] = iters[c] / D
+    links["time"] = links["time"] / D
+    iters = iters.sort_values(["job", "worker", "iteration"])[ITER_COLUMNS]
+    iters.to_csv(work / "iterations.csv", index=False)
+    links.to_csv(work / "links.csv", index=False)
+    cpu_idle_share = (idle1[0] - idle0[0]) / max(1, idle1[1] - idle0[1])
+    summary = summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_share, D)
+    (work / "summary.json").write_text(json.dumps(summary, indent=2))
+    os.rename(work, out_dir)
+    chown_to_invoker(out_dir)
+    return summary
+
+
+def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_share, D):
+    jobs, all_it = {}, []
+    notes = []
+    for j in plan["jobs"]:
+        name = j["name"]
+        w0 = iters[(iters.job == name) & (iters.worker == 0)].sort_values("iteration")
+        it_ms = ((w0.end - w0.start) * 1000).to_numpy()
+        steady = it_ms[1:] if len(it_ms) > 1 else it_ms
+        all_it.extend(steady.tolist())
+        marks = sum(ce1.get((name, h), 0) - ce0.get((name, h), 0) for h in j["hosts"])
+        n = max(1, len(w0))
+        t0 = started.get(name, {}).get("t0", 0.0) / D
+        slot_start = t0 + j["time_shift_ms"] / 1000 + w0.slot * j["iteration_ms"] / 1000
+        err = ((w0.start - slot_start).abs() * 1000).to_numpy()
+        realigns = sum(s.get("realignments", 0) for (jn, _w), s in summaries.items() if jn == name)
+        span_min = max(1e-9, (w0.end.max() - w0.start.min()) / 60) if len(w0) else 1e-9
+        jobs[name] = {
+            "model": j["model"], "hosts": j["hosts"], "iterations": int(len(w0)),
+            "iteration_ms_mean": round(float(np.mean(steady)), 2) if len(steady) else None,
+            "iteration_ms_p99": round(float(np.percentile(steady, 99)), 2) if len(steady) else None,
+            "iteration_ms_profile": j["iteration_ms"],
+            "jct_s": round(float(w0.end.max() - started.get(name, {}).get("at", 0) / D), 3) if len(w0) else None,
+            "ecn_marks": int(marks), "ecn_marks_source": "receivers (IpExtInCEPkts of the job's hosts)",
+            "ecn_marks_per_iteration": round(marks / n, 3),
+            "time_shift_ms": j["time_shift_ms"], "shift_error_ms_p50": round(float(np.median(err)), 2) if len(err) else None,
+            "realignments": int(realigns), "realignments_per_minute": round(realigns / span_min, 2),
+        }
+        if len(steady) and min(steady) > 1.05 * j["iteration_ms"]:
+            notes.append(f"job {name}: even its fastest iteration took {min(steady):.0f} ms, over 5 % above the "
+                         f"profile's {j['iteration_ms']:g} ms (emulator slip or permanent congestion)")
+    if cpu_idle_share < 0.05:
+        notes.append(f"host CPU saturated: {cpu_idle_share:.0%} idle during the run")
+    of = links[links.source == "openflow"].utilization.dropna()
+    if len(of) and of.max() > 1.10:
+        notes.append(f"a link ran at {of.max():.0%} of its configured rate: shaping is not holding")
+    total_ms = [v for v in all_it]
+    return {
+        "scheduler": spec.scheduler, "spec": spec.name,
+        "duration_s": round(float(iters.end.max()) if len(iters) else 0.0, 3),
+        "jobs": jobs,
+        "totals": {"iteration_ms_mean": round(float(np.mean(total_ms)), 2) if total_ms else None,
+                   "iteration_ms_p99": round(float(np.percentile(total_ms, 99)), 2) if total_ms else None,
+                   "ecn_marks": int(sum(v["ecn_marks"] for v in jobs.values()))},
+        "fidelity": {"ok": not notes, "notes": notes, "cpu_idle_share": round(cpu_idle_share, 3),
+                     "max_link_utilization": round(float(of.max()), 3) if len(of) else None},
+    }
