@@ -8,6 +8,7 @@ setup:
 
 DEMO := experiments/demo.yaml
 demo: setup
+	$(PY) -m harness.cli netcheck --topology fattree
 	@rm -rf results/demo-themis results/demo-cassini results/demo-report
 	$(PY) -m harness.cli run $(DEMO) --scheduler themis --out results/demo-themis
 	$(PY) -m harness.cli run $(DEMO) --scheduler themis+cassini --out results/demo-cassini
@@ -24,6 +25,9 @@ emulation: setup
 
 bench: setup
 	$(PY) bench/fabric_fidelity.py
+	$(PY) bench/fabric_fidelity.py --rates 50 --telemetry-ms 0,1000,100,50
+	$(PY) bench/replay_accuracy.py
+	$(PY) bench/schedule_speed.py
 
 clean:
 	$(PY) -m harness.cli clean

@@ -18,10 +18,11 @@ Control socket (JSON lines on a Unix socket): ``{"op": "status"}``, ``{"op": "ro
 installed, rebuilt by walking the installed entries), ``{"op": "pin", "src", "dst", "path"}``,
 ``{"op": "telemetry_start", "out": FILE, "period_ms": P}`` and ``{"op": "telemetry_stop"}``.
 
-Telemetry (one hub thread, like Ryu's simple_monitor_13): every period, a port-stats request and a
-flow-stats request for the CE entries (cookie 0xCE) to every switch; each reply becomes a JSON line
+Telemetry (one hub thread, like Ryu's simple_monitor_13): every period a port-stats request, and
+every ``ce_period_ms`` (default 1 s) a flow-stats request for the CE entries (cookie 0xCE), to every
+switch (flow stats enumerate all CE entries of a switch: polling them at 100 ms slowed forwarding); each reply becomes a JSON line
 ``{"t": CLOCK_MONOTONIC seconds at receipt, "dpid", "kind": "port"|"ce", ...}`` with per-port
-``[rx_bytes, tx_bytes, rx_packets, tx_packets, tx_dropped]`` or per-pair ``"srcmac>dstmac": CE
+``[rx_bytes, tx_bytes, rx_packets, tx_packets, tx_dropped, duration_s]`` or per-pair ``"srcmac>dstmac": CE
 packets that arrived at this switch``. A lost reply is a missing line, never a zero.
 """
 import json
@@ -58,9 +59,12 @@ def route_entries(topology, routes):
 
 
 def port_counters(body):
-    """{port_no: [rx_bytes, tx_bytes, rx_packets, tx_packets, tx_dropped]} of an OFPPortStatsReply
-    body, without the reserved ports (LOCAL etc.)."""
-    return {st.port_no: [st.rx_bytes, st.tx_bytes, st.rx_packets, st.tx_packets, st.tx_dropped]
+    """{port_no: [rx_bytes, tx_bytes, rx_packets, tx_packets, tx_dropped, duration_s]} of an
+    OFPPortStatsReply body, without the reserved ports (LOCAL etc.). ``duration_s`` is the switch's
+    own time stamp of the counters (port age): rates are computed over it, not over the arrival
+    times of replies, which can bunch up."""
+    return {st.port_no: [st.rx_bytes, st.tx_bytes, st.rx_packets, st.tx_packets, st.tx_dropped,
+                         st.duration_sec + st.duration_nsec / 1e9]
             for st in body if st.port_no < 0xffffff00}
 
 
@@ -211,9 +215,10 @@ class FabricController(app_manager.OSKenApp):
         return out
 
     # ---- telemetry --------------------------------------------------------
-    def telemetry_start(self, out, period_ms, dpids=None):
+    def telemetry_start(self, out, period_ms, dpids=None, ce_period_ms=1000):
         self.telemetry_stop()
         self.tm_dpids = set(dpids) if dpids else None
+        self.tm_ce_every = max(1, int(round(ce_period_ms / period_ms)))
         self.tm_file = open(out, "a", buffering=1 << 16)
         self.tm_period = period_ms / 1000.0
         self.tm_parts = {}
@@ -229,14 +234,18 @@ class FabricController(app_manager.OSKenApp):
 
     def _poll(self):
         next_t = time.monotonic()
+        rounds = 0
         while True:
+            ce_round = rounds % self.tm_ce_every == 0
+            rounds += 1
             for dp in list(self.datapaths.values()):
                 if self.tm_dpids is not None and dp.id not in self.tm_dpids:
                     continue
                 ofp, parser = dp.ofproto, dp.ofproto_parser
                 dp.send_msg(parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
-                dp.send_msg(parser.OFPFlowStatsRequest(dp, 0, 0, ofp.OFPP_ANY, ofp.OFPG_ANY,
-                                                       COOKIE_CE, 0xffffffffffffffff, parser.OFPMatch()))
+                if ce_round:   # flow stats enumerate every CE entry of the switch: costly, polled less
+                    dp.send_msg(parser.OFPFlowStatsRequest(dp, 0, 0, ofp.OFPP_ANY, ofp.OFPG_ANY,
+                                                           COOKIE_CE, 0xffffffffffffffff, parser.OFPMatch()))
             if self.tm_file:
                 self.tm_file.flush()
             next_t += self.tm_period
@@ -273,7 +282,8 @@ class FabricController(app_manager.OSKenApp):
                     elif op == "routes":
                         resp = {"ok": True, "routes": self.installed_routes()}
                     elif op == "telemetry_start":
-                        self.telemetry_start(req["out"], float(req.get("period_ms", 100)), req.get("dpids"))
+                        self.telemetry_start(req["out"], float(req.get("period_ms", 100)), req.get("dpids"),
+                                             float(req.get("ce_period_ms", 1000)))
                         resp = {"ok": True}
                     elif op == "telemetry_stop":
                         self.telemetry_stop()

@@ -11,6 +11,15 @@ class InterleaveError(Exception):
     exit_status = EXIT_FAILED
 
 
+class BadValue(ValueError):
+    """A value outside what is allowed: carries where (a file or spec, optional), key, value and
+    what is allowed; the message is the one line users see."""
+
+    def __init__(self, key, value, allowed, where=None):
+        super().__init__(f"{where + ': ' if where else ''}{key}: {value!r} is not allowed ({allowed})")
+        self.where, self.key, self.value, self.allowed = where, key, value, allowed
+
+
 class UsageError(InterleaveError):
     """Bad input from the user: one line naming what is wrong and what is allowed."""
     exit_status = EXIT_USAGE

@@ -19,6 +19,8 @@ Scaling rule, for an emulated rate r (Mbit/s) and MTU m:
 """
 from dataclasses import asdict, dataclass
 
+from harness.errors import BadValue
+
 REFERENCE_GBPS = 50.0
 WRED_MIN_CELLS = 1000
 WRED_MAX_CELLS = 2000
@@ -33,12 +35,8 @@ DEFAULT_MTU = 9000
 MTU_RANGE = (576, 9000)
 
 
-class LinkError(ValueError):
-    """A link parameter is out of range: carries the key, the value and what is allowed."""
-
-    def __init__(self, key, value, allowed):
-        super().__init__(f"{key}: {value!r} is not allowed ({allowed})")
-        self.key, self.value, self.allowed = key, value, allowed
+class LinkError(BadValue):
+    """A link parameter is out of range."""
 
 
 def _number(key, value, minimum=0.0, strict=True):

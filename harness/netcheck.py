@@ -109,7 +109,7 @@ def check_ecn(fab, seconds=4):
     params = topo.link_between(dst, topo.edge_of(dst)).params
     # congested: two full-rate senders into one receiver, the controller polling its counters
     tmp = tempfile.TemporaryDirectory(prefix="interleave-netcheck-")
-    tm = Telemetry(fab, tmp.name, period_ms=200, marker=False).start()
+    tm = Telemetry(fab, tmp.name, period_ms=200, marker=False, ce_period_ms=200).start()
     time.sleep(FLOW_STATS_SETTLE_S)
     m0, ce0 = _marks(fab), ce_received(fab, dst)
     rates = iperf(fab, [(a, dst), (b, dst)], seconds)

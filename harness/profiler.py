@@ -188,10 +188,14 @@ def extract(times, mbps, scale, threshold=0.2, bin_ms=1.0):
 
 
 def nic_series(records, dpid, port):
-    """(times, Mbit/s) of a host NIC from the switch port's rx counter (consecutive samples)."""
-    pts = [(r["t"], r["ports"][str(port)][0] if str(port) in r["ports"] else r["ports"].get(port, [None])[0])
-           for r in records if r["kind"] == "port" and r["dpid"] == dpid]
-    pts = [(t, b) for t, b in pts if b is not None]
+    """(times, Mbit/s) of a host NIC from the switch port's rx counter (consecutive samples), on the
+    switch's own counter time stamps (port age) shifted onto the receipt clock."""
+    pts = []
+    for r in records:
+        if r["kind"] == "port" and r["dpid"] == dpid:
+            v = r["ports"].get(str(port), r["ports"].get(port))
+            if v is not None:
+                pts.append((v[5] if len(v) > 5 else r["t"], v[0]))
     t = np.array([p[0] for p in pts])
     b = np.array([p[1] for p in pts], dtype=float)
     ok = np.diff(t) > 0

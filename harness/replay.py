@@ -103,6 +103,14 @@ class Replayer:
                 p.kill()
                 p.wait()
 
+    def iterations_done(self):
+        """Iterations finished so far by the jobs' leaders (rows of worker 0)."""
+        n = 0
+        for f in self.dir.glob("*.w0.csv"):
+            with open(f, "rb") as fh:
+                n += sum(1 for _ in fh)
+        return n
+
     def iterations(self):
         frames = [pd.read_csv(f, names=COLUMNS) for f in sorted(self.dir.glob("*.csv")) if f.stat().st_size]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)

@@ -3,7 +3,8 @@
 The first directory is the baseline: ratios are baseline / other (above 1 means the other is
 better), as the CASSINI paper reports speed-ups. Writes ``report.md``, ``report.html`` and PNG plots
 to ``--out`` (default: the first directory when there is one, else ``./report``):
-  iteration_cdf.png   iteration-time CDF per run (all jobs, first iteration excluded)
+  iteration_cdf.png   iteration-time CDF per run (all jobs, leader's start to next start, first
+                      iteration excluded)
   link_<id>.png       utilisation of the most shared link over time per run, Up phases shaded
   marks.png           ECN-marked packets per iteration, per job and run
 """
@@ -68,9 +69,11 @@ def tables(runs):
 
 def plot_cdf(runs, out):
     fig, ax = plt.subplots(figsize=(6, 4))
+    from harness.runner import iteration_times_ms
     for r in runs:
         it = r["iters"]
-        v = ((it[it.iteration > 0].end - it[it.iteration > 0].start) * 1000).sort_values().to_numpy()
+        v = np.sort(np.concatenate([iteration_times_ms(g.sort_values("iteration"))[1:]
+                                    for _j, g in it[it.worker == 0].groupby("job")]))
         if len(v):
             ax.plot(v, np.arange(1, len(v) + 1) / len(v), label=label(r))
     ax.set_xlabel("iteration time (ms)")

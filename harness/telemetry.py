@@ -9,7 +9,8 @@ Sources (the ``source`` column of links.csv says which one a row comes from):
 Flow counters lag the datapath by up to one revalidation (see FLOW_STATS_SETTLE_S).
 Directed link ``a>b`` is measured at a switch: its tx counter if ``a`` is a switch, else (host NIC)
 the rx counter of ``b``'s port. OVS reports 10 Gbit/s for every port whatever the shaping, so
-utilisation uses the rate of the topology's link model. Times are seconds since the run start
+utilisation uses the rate of the topology's link model, over the switch's own counter time stamps
+(port age in the stats reply), not the arrival times of replies. Times are seconds since the run start
 (CLOCK_MONOTONIC, the clock of the agents). A sample that did not arrive is a gap, never a zero.
 """
 import json
@@ -36,9 +37,9 @@ def mono():
 class Telemetry:
     """Start/stop sampling on a running Fabric; ``links(run_start)`` builds the table."""
 
-    def __init__(self, fabric, workdir, period_ms=100, dpids=None, marker=True):
+    def __init__(self, fabric, workdir, period_ms=100, dpids=None, marker=True, ce_period_ms=1000):
         self.fab, self.dir, self.period = fabric, Path(workdir), period_ms / 1000.0
-        self.dpids, self.marker = dpids, marker
+        self.dpids, self.marker, self.ce_period_ms = dpids, marker, ce_period_ms
         self.dir.mkdir(parents=True, exist_ok=True)
         self.of_path, self.mk_path = self.dir / "openflow.jsonl", self.dir / "marker.jsonl"
         self._stop = threading.Event()
@@ -48,7 +49,7 @@ class Telemetry:
         self.of_path.write_text("")
         self.mk_path.write_text("")
         self.fab.client().call("telemetry_start", out=str(self.of_path), period_ms=self.period * 1000,
-                               dpids=self.dpids)
+                               dpids=self.dpids, ce_period_ms=max(self.ce_period_ms, self.period * 1000))
         if self.marker:
             self._thread = threading.Thread(target=self._sample_marker, daemon=True)
             self._thread.start()
@@ -144,9 +145,12 @@ def build_links(topo, routes, of_records, mk_records, port_dev, run_start):
             for port, vals in rec["ports"].items():
                 for link_id, did, idx, rate in pmap.get((rec["dpid"], int(port)), []):
                     b = vals[idx]
+                    # the switch's own counter time (port age) when the reply has it: replies can
+                    # arrive bunched, their receipt times are not when the counters were read
+                    ts = vals[5] if len(vals) > 5 else t
                     prev = last.get(did)
-                    util = np.nan if prev is None or t <= prev[0] else (b - prev[1]) * 8 / (t - prev[0]) / rate
-                    last[did] = (t, b)
+                    util = np.nan if prev is None or ts <= prev[0] else (b - prev[1]) * 8 / (ts - prev[0]) / rate
+                    last[did] = (ts, b)
                     rows.append((t, link_id, did, b, util, np.nan, "openflow"))
         elif rec["kind"] == "ce":
             ce_state[rec["dpid"]] = rec["ce"]

@@ -3,15 +3,12 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from harness.errors import BadValue
 from harness.linkmodel import LinkParams
 
 
-class TopologyError(ValueError):
-    """A topology parameter is out of range: carries the key, the value and what is allowed."""
-
-    def __init__(self, key, value, allowed):
-        super().__init__(f"{key}: {value!r} is not allowed ({allowed})")
-        self.key, self.value, self.allowed = key, value, allowed
+class TopologyError(BadValue):
+    """A topology parameter is out of range."""
 
 
 @dataclass(frozen=True)

@@ -4,15 +4,17 @@ It replays a profile closed-loop: compute gaps (no traffic) alternate with commu
 made of real TCP transfers to the job's other workers; the next phase starts only after the
 previous one's data has moved, so contention stretches iterations as it would stretch training.
 
-Timing. All workers of a job share one plan grid on the system-wide monotonic clock: iteration
+Timing. All jobs of a run share one reference instant ``t0``; a job's plan grid has its iteration
 slots at ``t0 + shift + m * iteration`` (seconds, CLOCK_MONOTONIC). Every worker starts its first
-iteration at ``t0 + shift``. No iteration takes less than the profile's iteration time (the replay
+iteration at slot ``first_slot`` (0 unless the job starts later in the run). No iteration takes less than the profile's iteration time (the replay
 cannot run a model faster than it was measured; congestion makes iterations longer). For jobs
 that keep a time-shift (``realign``: CASSINI's compatible jobs, or fixed offsets), worker 0 (the
 leader) never starts an iteration before its slot, and when it is late by more than
 ``realign_frac`` (5 %) of the iteration it waits for the next slot and logs a re-alignment
 (CASSINI §4.2). The other workers follow through the data dependencies of the communication (they
 cannot finish a phase without the leader's data). Other jobs run free ("send whenever they want").
+Jobs given a ``group`` (the jobs they share links with, same period) align to each other instead of
+to the absolute grid: see ``Group`` (an implementer decision: CASSINI does not say how it re-adjusts).
 
 Communication. A phase of ``gbps`` for ``duration_ms`` at the reference rate carries
 ``gbps * duration / 8 * scale`` bytes per transfer (``scale`` = emulated rate / reference rate),
@@ -33,6 +35,7 @@ Exit 0 when done or stopped by SIGTERM; any other exit is a crash the harness re
 import argparse
 import json
 import os
+from pathlib import Path
 import signal
 import socket
 import struct
@@ -258,6 +261,45 @@ def run_phase(peers, ph, scale, tail):
         raise ValueError(p)
 
 
+class Group:
+    """Phase alignment with the other jobs of a CASSINI group (jobs sharing links, same period).
+
+    Every leader publishes the start of its latest iteration in ``<beat_dir>/<job>.beat``. Before an
+    iteration, a leader computes each member's plan base (its latest start minus its shift) against
+    its own; a member whose base is later is *behind*, and the leader waits for the largest such lag.
+    The group so tracks its slowest member: a delay that hits every job alike costs nothing, and no
+    job ever pauses a whole iteration to return to an absolute grid. Beats older than two
+    iterations (a member that finished) are ignored."""
+
+    def __init__(self, cfg):
+        self.me = cfg["job"]
+        self.dir = Path(cfg["beat_dir"])
+        self.shift = cfg["time_shift_ms"] / 1000.0
+        self.it = cfg["iteration_ms"] / 1000.0
+        self.members = [(m["job"], m["shift_ms"] / 1000.0) for m in cfg.get("group", []) if m["job"] != self.me]
+
+    def publish(self, start):
+        tmp = self.dir / f".{self.me}.beat"
+        tmp.write_text(repr(start))
+        os.replace(tmp, self.dir / f"{self.me}.beat")
+
+    def lag(self, start):
+        """Seconds this job is ahead of the slowest member (0 if none is behind)."""
+        worst = 0.0
+        mine = start - self.shift
+        for job, shift in self.members:
+            try:
+                t = float((self.dir / f"{job}.beat").read_text())
+            except (OSError, ValueError):
+                continue
+            if start - t > 2 * self.it:
+                continue
+            d = ((t - shift) - mine) % self.it
+            d = d - self.it if d > self.it / 2 else d     # in (-it/2, it/2]: > 0 means it is behind
+            worst = max(worst, d)
+        return worst
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Interleave replay agent (one worker)")
     ap.add_argument("--config", required=True, help="JSON file (see harness.runner)")
@@ -287,6 +329,7 @@ def main(argv=None):
     run_start = cfg["run_start"]
     leader = args.worker == 0
     keep_grid = cfg.get("realign", True)
+    group = Group(cfg) if cfg.get("group") and leader else None
     frac = cfg.get("realign_frac", 0.05)
     inject = {int(k): v / 1000.0 for k, v in cfg.get("inject_delay_ms", {}).get(str(args.worker), {}).items()}
     peers = Peers(cfg)
@@ -294,15 +337,24 @@ def main(argv=None):
     tails = {}
     out = open(args.out, "a", buffering=1)
     try:
-        peers.connect(deadline=t0 - 0.3 if t0 - now() > 1.3 else now() + 10)
+        first_start = t0 + cfg.get("first_slot", 0) * it_s
+        peers.connect(deadline=first_start - 0.3 if first_start - now() > 1.3 else now() + 10)
         tails = calibrate(peers, phases) if peers.n > 1 else {}
-        sleep_until(t0)
+        sleep_until(first_start)
         for k in range(cfg["iterations"]):
             if inject.get(k):
                 time.sleep(inject[k])
             start = now()
             realigned = 0
-            if k > 0 and keep_grid and leader:
+            if group is not None and k > 0:
+                lag = group.lag(start)
+                if lag > 0.0005:                                    # wait for the slowest member
+                    sleep_until(start + lag)
+                    start = now()
+                    if lag > frac * it_s:
+                        realigned = 1
+                        realigns += 1
+            elif (k > 0 or cfg.get("first_slot", 0)) and keep_grid and leader:
                 slot = round((start - t0) / it_s)
                 dev = (start - t0) - slot * it_s                    # in (-it/2, it/2]
                 if dev < 0:                                         # early: wait for the slot
@@ -313,6 +365,8 @@ def main(argv=None):
                     realigns += 1
                 start = now()
             slot = round((start - t0) / it_s)
+            if group is not None:
+                group.publish(start)
             comm_start = comm_end = None
             for gap, ph in zip(gaps, phases):
                 time.sleep(max(0.0, gap))

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from harness.errors import BadValue
+
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 PARALLELISMS = ("data", "pipeline", "tensor", "hybrid")
 PATTERNS = ("ring_allreduce", "pipeline_p2p", "tensor_allreduce", "alltoall")
@@ -18,12 +20,11 @@ NUMERIC_TOP = ("iteration_ms", "reference_gbps", "batch_size", "workers", "model
 PHASE_KEYS = ("start_ms", "duration_ms", "gbps")
 
 
-class ProfileError(ValueError):
+class ProfileError(BadValue):
     """A profile is invalid: names the file (or spec), the key and the value."""
 
     def __init__(self, where, key, value, allowed):
-        super().__init__(f"{where}: {key}: {value!r} is not allowed ({allowed})")
-        self.where, self.key, self.value = where, key, value
+        super().__init__(key, value, allowed, where)
 
 
 @dataclass(frozen=True)

@@ -54,3 +54,23 @@ def no_leaks():
 def interleave(*args, timeout=300):
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=timeout, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+
+
+@pytest.fixture(scope="module")
+def fab():
+    """One dumbbell fabric for a whole module (modules using it override the per-test leak check
+    with a no-op ``no_leaks`` fixture; the leak check runs here, once, at the end)."""
+    from harness.fabric import Fabric
+    from harness.lifecycle import RunLock
+    from topologies import dumbbell
+    before = net_state()
+    lock = RunLock()
+    lock.acquire()
+    f = Fabric(dumbbell(2), lock.ledger, lock.dir)
+    f.start()
+    yield f
+    f.stop()
+    lock.release()
+    after = net_state()
+    for key in ("veths", "bridges", "pins", "procs"):
+        assert not after[key] - before[key], f"leaked {key}"

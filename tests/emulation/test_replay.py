@@ -4,30 +4,11 @@ import time
 
 import pytest
 
-from harness.fabric import Fabric
-from tests.emulation.conftest import net_state
-from harness.lifecycle import RunLock
 from harness.replay import AgentCrash, Replayer
 from harness.spec import Job
-from topologies import dumbbell
 from workloads.profiles import builtins
 
 VGG16 = builtins()["vgg16"]
-
-
-@pytest.fixture(scope="module")
-def fab():
-    before = net_state()
-    lock = RunLock()
-    lock.acquire()
-    f = Fabric(dumbbell(2), lock.ledger, lock.dir)
-    f.start()
-    yield f
-    f.stop()
-    lock.release()
-    after = net_state()
-    for key in ("veths", "bridges", "pins", "procs"):
-        assert not after[key] - before[key], f"leaked {key}"
 
 
 @pytest.fixture

@@ -4,27 +4,8 @@ import time
 
 import pytest
 
-from harness.fabric import Fabric
-from harness.lifecycle import RunLock
-from harness.netcheck import ce_received, iperf
+from harness.netcheck import ce_received
 from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, ce_by_pair, mono, read_jsonl
-from tests.emulation.conftest import net_state
-from topologies import dumbbell
-
-
-@pytest.fixture(scope="module")
-def fab():
-    before = net_state()
-    lock = RunLock()
-    lock.acquire()
-    f = Fabric(dumbbell(2), lock.ledger, lock.dir)
-    f.start()
-    yield f
-    f.stop()
-    lock.release()
-    after = net_state()
-    for key in ("veths", "bridges", "pins", "procs"):
-        assert not after[key] - before[key], f"leaked {key}"
 
 
 @pytest.fixture
@@ -34,7 +15,7 @@ def no_leaks():
 
 
 def measure(fab, tmp_path, flows, seconds, rate_bps=None):
-    tm = Telemetry(fab, tmp_path, period_ms=100).start()
+    tm = Telemetry(fab, tmp_path, period_ms=100, ce_period_ms=100).start()
     run_start = mono()
     time.sleep(FLOW_STATS_SETTLE_S)     # flow counters catch up with earlier traffic first
     ce0 = {d: ce_received(fab, d) for _s, d in flows}
