@@ -252,6 +252,30 @@ def iteration_times_ms(w0):
     return np.append(np.diff(starts), ends[-1] - starts[-1]) * 1000
 
 
+def shift_errors_ms(name, j, plan, iters, started, D):
+    """How far a job's communication starts were from where its shift put them.
+
+    In a group (jobs sharing links, same period) the shift is relative: the error is the offset to
+    another member's nearest earlier communication start minus the planned difference of shifts,
+    wrapped into (-it/2, it/2]. Otherwise it is the distance to the job's own plan grid."""
+    sched = {x["name"]: x for x in plan["jobs"]}
+    it = j["iteration_ms"] / 1000
+    mine = iters[(iters.job == name) & (iters.worker == 0)].sort_values("comm_start")
+    grp = sorted(m for m in groups(plan)[name] if m != name and sched[m]["iteration_ms"] == j["iteration_ms"])
+    if grp:
+        other = iters[(iters.job == grp[0]) & (iters.worker == 0)].sort_values("comm_start")
+        if len(other) and len(mine):
+            planned = (j["time_shift_ms"] - sched[grp[0]]["time_shift_ms"]) / 1000
+            idx = np.searchsorted(other.comm_start.to_numpy(), mine.comm_start.to_numpy()) - 1
+            ok = idx >= 0
+            d = mine.comm_start.to_numpy()[ok] - other.comm_start.to_numpy()[idx[ok]] - planned
+            d = (d + it / 2) % it - it / 2
+            return np.abs(d) * 1000
+    t0 = started.get(name, {}).get("t0", 0.0) / D
+    slot_start = t0 + j["time_shift_ms"] / 1000 + mine.slot * it
+    return ((mine.start - slot_start).abs() * 1000).to_numpy()
+
+
 def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_share, D, topo):
     jobs, all_it = {}, []
     notes = []
@@ -263,9 +287,7 @@ def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_s
         all_it.extend(steady.tolist())
         marks = sum(ce1.get((name, h), 0) - ce0.get((name, h), 0) for h in j["hosts"])
         n = max(1, len(w0))
-        t0 = started.get(name, {}).get("t0", 0.0) / D
-        slot_start = t0 + j["time_shift_ms"] / 1000 + w0.slot * j["iteration_ms"] / 1000
-        err = ((w0.start - slot_start).abs() * 1000).to_numpy()
+        err = shift_errors_ms(name, j, plan, iters, started, D)
         realigns = sum(s.get("realignments", 0) for (jn, _w), s in summaries.items() if jn == name)
         span_min = max(1e-9, (w0.end.max() - w0.start.min()) / 60) if len(w0) else 1e-9
         jobs[name] = {
