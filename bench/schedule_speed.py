@@ -18,7 +18,7 @@ from harness.schedulers import cassini  # noqa: E402
 from harness.schedulers.circles import optimise  # noqa: E402
 from harness.schedulers.placement import candidates  # noqa: E402
 from harness.spec import from_mapping  # noqa: E402
-from workloads.profiles import BUILTIN_NAMES, builtins  # noqa: E402
+from workloads.profiles import builtins  # noqa: E402
 
 MODELS = ["vgg16", "wideresnet101", "vgg19", "resnet50", "bert", "roberta", "camembert", "xlm",
           "vgg11", "gpt1", "dlrm", "gpt2"]

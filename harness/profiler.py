@@ -205,7 +205,6 @@ def nic_series(records, dpid, port):
 
 def measure(spec, job_name, workdir, period_ms=5.0, seconds=8.0, log=lambda m: None):
     """Run one job of ``spec`` alone on its fabric; return (profile dict, details)."""
-    import time as _time
     from datetime import datetime, timezone
 
     from harness import probe

@@ -18,15 +18,12 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
-from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import yaml
 
 from harness import __version__, probe

@@ -28,7 +28,6 @@ def schedule(spec, routes=None):
     topo = spec.topology
     routes = routes or compute_routes(topo)
     profiles_of = {j.name: spec.profiles[j.model] for j in spec.jobs}
-    by_name = {j.name: j for j in spec.jobs}
     params = spec.cassini
     capacity = spec.reference_gbps
     base, use_cassini = spec.base, spec.uses_cassini

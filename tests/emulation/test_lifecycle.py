@@ -3,7 +3,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from tests.emulation.conftest import ROOT, interleave, net_state
 

@@ -1,7 +1,6 @@
 """interleave profile: replaying a known profile and measuring it gives the profile back."""
 import json
 
-import yaml
 
 from tests.emulation.conftest import interleave
 from workloads.profiles import load_file

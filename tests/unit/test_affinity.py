@@ -1,5 +1,4 @@
 """Affinity graph, Algorithm 1 and Theorem 1; Algorithm 2 on crafted placements."""
-import networkx as nx
 import pytest
 from hypothesis import given, settings, strategies as st
 

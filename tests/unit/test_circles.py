@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from harness.schedulers.circles import optimise, score_at, unified_perimeter
-from workloads.profiles import Phase, Profile, builtins
+from workloads.profiles import builtins
 
 
 def onoff(it, start, dur, gbps):

@@ -6,9 +6,9 @@ import sys
 import pytest
 
 from harness.errors import UsageError
-from harness.schedulers.placement import candidates, racks
+from harness.schedulers.placement import candidates
 from harness.schedulers.plan import schedule
-from harness.spec import SpecError, from_mapping
+from harness.spec import from_mapping
 from tests.conftest import ROOT
 
 

@@ -4,12 +4,11 @@ import struct
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 from os_ken.ofproto import ofproto_parser, ofproto_v1_3, ofproto_v1_3_parser
 from scapy.all import TCP, rdpcap
 
-from controllers.fabric_app import COOKIE_CE, ce_counters, port_counters
+from controllers.fabric_app import ce_counters, port_counters
 from harness.routing import compute_routes
 from harness.telemetry import build_links, ce_arrivals
 from topologies import dumbbell
