@@ -20,7 +20,7 @@ TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "t
 JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms"}
 BASES = ("themis", "pollux", "random", "ideal", "fixed")
 CASSINI_KEYS = {"discretization_deg": 5.0, "candidates": 10, "quantum_ms": 5.0, "max_perimeter_ms": 10000.0,
-                "aggregate": "mean", "exact_max_jobs": 3}
+                "aggregate": "mean", "exact_max_jobs": 3, "loops": "reject"}
 
 
 class SpecError(UsageError):
@@ -153,6 +153,8 @@ def from_mapping(raw, where="spec"):
     _float(where, "cassini.max_perimeter_ms", cassini["max_perimeter_ms"], strict=True)
     if cassini["aggregate"] not in ("mean", "min"):
         raise SpecError(where, "cassini.aggregate", cassini["aggregate"], "mean | min")
+    if cassini["loops"] not in ("reject", "joint"):
+        raise SpecError(where, "cassini.loops", cassini["loops"], "reject (the paper) | joint")
 
     if ("jobs" in raw) == ("trace" in raw):
         raise SpecError(where, "jobs/trace", None, "exactly one of jobs (explicit) or trace (generated)")

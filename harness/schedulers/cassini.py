@@ -73,15 +73,50 @@ def evaluate(placement, profiles_of, routes, capacity, params, initial_shifts=No
     ref = (lambda js: next((j for j in js if j in initial), js[0]))
     shifts = affinity.assign(g, period, reference=ref, initial=initial)
     broken = affinity.preserved(g, shifts, period) if not loop_free else []
+    notes = []
+    if broken and params.get("loops", "reject") == "joint":
+        broken = _joint(g, broken, shared, profiles_of, period, capacity, params, shifts, link_scores, notes)
+        approx |= any("approximate" in n for n in notes)
     consistent = not broken
     for j in placement:
         shifts.setdefault(j, float(initial.get(j, 0.0)))
     agg = params.get("aggregate", "mean")
     vals = list(link_scores.values())
     score = 1.0 if not vals else (min(vals) if agg == "min" else sum(vals) / len(vals))
-    notes = [f"loop through {', '.join(sorted(broken)[:4])}: relative shifts cannot all hold"] if broken else []
+    if broken:
+        notes.append(f"loop through {', '.join(sorted(broken)[:4])}: relative shifts cannot all hold")
     return Evaluation(placement, score, link_scores, link_jobs, shifts, loop_free, consistent, consistent,
                       approx, exact, len(groups), notes)
+
+
+def _joint(g, broken, shared, profiles_of, period, capacity, params, shifts, link_scores, notes):
+    """``cassini.loops: joint`` (an extension; the paper discards looped candidates): a connected
+    component whose loop breaks Theorem 1 is optimised as one, over all its links at once (a job
+    puts nothing on a link it does not cross), when it has at most ``exact_max_jobs`` + 1 jobs.
+    Its shifts then hold on every link by construction. Returns the groups still broken."""
+    import networkx as nx
+    still = []
+    for comp in nx.connected_components(g):
+        gids = sorted(n[1] for n in comp if n[0] == "link")
+        if not set(gids) & set(broken):
+            continue
+        jobs = sorted(n[1] for n in comp if n[0] == "job")
+        if len(jobs) > params["exact_max_jobs"] + 1:
+            still += [x for x in gids if x in broken]
+            continue
+        links = [l for gid in gids for l in gid.split("+")]
+        zero = lambda t: 0.0 * t  # noqa: E731
+        sol = circles.optimise([(profiles_of[j].iteration_ms, [shared[l].get(j, zero) for l in links]) for j in jobs],
+                               capacity, params["discretization_deg"], params["quantum_ms"],
+                               params["max_perimeter_ms"], params["exact_max_jobs"] + 1)
+        for l, sc in zip(links, sol.link_scores):
+            link_scores[l] = sc
+        base = sol.shifts_ms[0]
+        for j, t in zip(jobs, sol.shifts_ms):
+            shifts[j] = affinity.wrap(t - base + shifts[jobs[0]], period[j])
+        notes.append(f"looped component {', '.join(jobs)} optimised jointly over {len(links)} links"
+                     + (" (approximate)" if sol.approximate else ""))
+    return still
 
 
 def score_placement(placement, profiles_of, routes, capacity, params, shifts):

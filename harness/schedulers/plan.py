@@ -86,6 +86,8 @@ def schedule(spec, routes=None):
                              candidate_scores=[round(e.score, 4) if e.accepted else None for e in evals])
                 if ev.notes:
                     epoch["notes"] = ev.notes
+                if any("jointly" in n for n in ev.notes):
+                    epoch["affinity_graph"]["joint"] = True
         else:
             chosen = cands[0]
             new_shifts = {n: shifts.get(n, 0.0) for n in chosen}

@@ -105,3 +105,21 @@ def test_inconsistent_loop_is_rejected_and_choose_falls_back():
     assert not ev.loop_free and not ev.consistent and not ev.accepted
     idx, evals = cassini.choose([place], prof, routes, 50, PARAMS)
     assert idx is None and len(evals) == 1
+
+
+def test_joint_mode_optimises_a_looped_component_consistently():
+    # the same triangle as above, with cassini.loops: joint (an extension; the default rejects it)
+    routes = fake_routes({("a1", "a2"): ["x1", "x2"], ("a2", "a1"): ["z1", "z2"],
+                          ("b1", "b2"): ["x1", "x2", "y1", "y2"], ("b2", "b1"): ["q"],
+                          ("c1", "c2"): ["y1", "y2"], ("c2", "c1"): ["z1", "z2"]})
+    prof = {"j1": half(), "j2": half(), "j3": half()}
+    place = {"j1": ["a1", "a2"], "j2": ["b1", "b2"], "j3": ["c1", "c2"]}
+    ev = cassini.evaluate(place, prof, routes, 50, {**PARAMS, "loops": "joint"})
+    assert not ev.loop_free and ev.consistent and ev.accepted
+    assert any("jointly" in n for n in ev.notes)
+    # the shifts it reports give exactly the link scores it reports (they hold on every link)
+    rescored = cassini.score_placement(place, prof, routes, 50, PARAMS, ev.shifts)
+    assert rescored == pytest.approx(ev.link_scores, abs=1e-9)
+    # and they beat running everything unshifted
+    zero = cassini.score_placement(place, prof, routes, 50, PARAMS, {j: 0.0 for j in place})
+    assert sum(rescored.values()) > sum(zero.values())
