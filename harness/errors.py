@@ -7,6 +7,17 @@
 EXIT_FAILED, EXIT_USAGE, EXIT_ENV = 1, 2, 3
 
 
+def require_number(key, value, minimum=0.0, strict=True, whole=False, error=None):
+    """``value`` if it is a number (a whole one with ``whole``) above ``minimum`` (at least it, when
+    not ``strict``); else raises ``error(key, value, allowed)`` (default BadValue)."""
+    error = error or BadValue
+    kinds = (int,) if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < minimum or (strict and value == minimum):
+        what = "a whole number" if whole else "a number"
+        raise error(key, value, f"{what} {'>' if strict else '>='} {minimum:g}")
+    return value
+
+
 class InterleaveError(Exception):
     exit_status = EXIT_FAILED
 

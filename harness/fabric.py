@@ -131,10 +131,11 @@ class Fabric:
         led = self.ledger
         for s in self.topo.switches:
             led.add("bridges", self.bridge(s))
+        # the switch ends are enough: deleting one end of a veth pair deletes both, so a host end
+        # left in the root namespace by a run killed mid-build goes with it (and a root-namespace
+        # "hN-eth0" that is not ours is never touched)
         for dev, *_ in self.switch_ports():
             led.add("links", dev)
-        for h in self.topo.hosts:  # host ends exist in the root namespace until moved
-            led.add("links", f"{h}-eth0")
         for p in self.marker.pins():
             led.add("bpf_pins", p)
 

@@ -19,7 +19,7 @@ Scaling rule, for an emulated rate r (Mbit/s) and MTU m:
 """
 from dataclasses import asdict, dataclass
 
-from harness.errors import BadValue
+from harness.errors import BadValue, require_number
 
 REFERENCE_GBPS = 50.0
 WRED_MIN_CELLS = 1000
@@ -40,11 +40,7 @@ class LinkError(BadValue):
 
 
 def _number(key, value, minimum=0.0, strict=True):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise LinkError(key, value, "a number")
-    if value < minimum or (strict and value == minimum):
-        raise LinkError(key, value, f"a number {'>' if strict else '>='} {minimum:g}")
-    return value
+    return require_number(key, value, minimum, strict, error=LinkError)
 
 
 @dataclass(frozen=True)

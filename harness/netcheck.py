@@ -103,7 +103,7 @@ def check_shaped_rate(fab, seconds=3):
 def check_ecn(fab, seconds=4):
     import tempfile
 
-    from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, ce_arrivals, read_jsonl
+    from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, read_jsonl
     topo = fab.topo
     a, b, dst = topo.hosts[0], topo.hosts[1], topo.hosts[-1]
     params = topo.link_between(dst, topo.edge_of(dst)).params
@@ -117,7 +117,7 @@ def check_ecn(fab, seconds=4):
     m1, ce1 = _marks(fab), ce_received(fab, dst)
     tm.stop()
     counters = _counters_check(fab, read_jsonl(tm.of_path), {d: m1[d] - m0.get(d, 0) for d in m1},
-                               [(a, dst), (b, dst)], ce_arrivals)
+                               [(a, dst), (b, dst)])
     tmp.cleanup()
     marked = {d: m1[d] - m0.get(d, 0) for d in m1 if m1[d] - m0.get(d, 0)}
     congested = {"name": "ecn_congested", "ok": sum(marked.values()) > 0 and ce1 - ce0 > 0,
@@ -137,7 +137,8 @@ def check_ecn(fab, seconds=4):
     return [congested, idle, counters]
 
 
-def _counters_check(fab, records, marks_by_dev, flows, ce_arrivals):
+def _counters_check(fab, records, marks_by_dev, flows):
+    from harness.telemetry import ce_arrivals
     topo = fab.topo
     ces = [r for r in records if r["kind"] == "ce"]
     first, last = {}, {}

@@ -49,28 +49,6 @@ def _acf_period(y, dt, min_lag_s=0.01):
     return (lo + first) * dt
 
 
-def fold(times, mbps, period, nb):
-    phase = np.mod(times, period) / period
-    bins = np.minimum((phase * nb).astype(int), nb - 1)
-    sums = np.bincount(bins, weights=mbps, minlength=nb)
-    counts = np.bincount(bins, minlength=nb)
-    out = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-    idx = np.flatnonzero(~np.isnan(out))
-    if len(idx) < nb:
-        out = np.interp(np.arange(nb), idx, out[idx], period=nb)
-    return out
-
-
-def _refine(times, mbps, p0, dt, bin_ms):
-    best, best_p = -1.0, p0
-    for p in np.linspace(p0 - 2 * dt, p0 + 2 * dt, 401):
-        nb = max(8, int(p * 1000 / max(bin_ms, dt * 1000)))
-        v = np.var(fold(times, mbps, p, nb))
-        if v > best:
-            best, best_p = v, p
-    return best_p
-
-
 def _runs(mask):
     """[(start, length)] of circular runs of True (a run may wrap around the end)."""
     n = len(mask)

@@ -134,7 +134,9 @@ class RedMarker:
         for dev in devs:
             out = subprocess.run(["tc", "-s", "-j", "qdisc", "show", "dev", dev], check=True,
                                  capture_output=True, text=True).stdout
-            result.update({dev: parse_red_stats(out)} if parse_red_stats(out) else {})
+            stats = parse_red_stats(out)
+            if stats:
+                result[dev] = stats
         return result
 
     def pins(self):

@@ -24,12 +24,12 @@ class AgentCrash(InterleaveError):
     pass
 
 
-def job_config(job, profile, hosts, ips, shift_ms, scale, t0, run_start, index, realign, link_mbps, extra=None):
+def job_config(job, profile, hosts, ips, shift_ms, scale, t0, run_start, index, realign, extra=None):
     return {"job": job.name, "model": job.model, "iterations": job.iterations, "hosts": hosts, "ips": ips,
             "iteration_ms": profile.iteration_ms, "time_shift_ms": shift_ms,
             "phases": [{"start_ms": p.start_ms, "duration_ms": p.duration_ms, "gbps": p.gbps, "pattern": p.pattern}
                        for p in profile.phases],
-            "scale": scale, "link_mbps": link_mbps, "t0": t0, "run_start": run_start, "port": BASE_PORT + index,
+            "scale": scale, "t0": t0, "run_start": run_start, "port": BASE_PORT + index,
             "dscp": (index % 63) + 1, "realign": realign, "realign_frac": 0.05, **(extra or {})}
 
 
@@ -44,10 +44,9 @@ class Replayer:
 
     def start(self, job, profile, hosts, shift_ms, t0, run_start, index, realign, extra=None):
         topo = self.fab.topo
-        link_mbps = topo.link_between(hosts[0], topo.edge_of(hosts[0])).params.rate_mbps
-        scale = link_mbps / (profile.reference_gbps * 1000)
+        scale = topo.link_between(hosts[0], topo.edge_of(hosts[0])).params.rate_mbps / (profile.reference_gbps * 1000)
         cfg = job_config(job, profile, hosts, [topo.ip(h) for h in hosts], shift_ms, scale, t0, run_start, index,
-                         realign, link_mbps, extra)
+                         realign, extra)
         path = self.dir / f"{job.name}.json"
         path.write_text(json.dumps(cfg, indent=1))
         self.configs[job.name] = cfg

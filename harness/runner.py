@@ -43,17 +43,17 @@ REPO = Path(__file__).resolve().parent.parent
 
 def versions():
     out = {"interleave": __version__, "python": platform.python_version(), "kernel": os.uname().release}
-    for mod in ("os_ken", "mininet", "numpy", "pandas", "networkx"):
+    from importlib import metadata
+    for dist in ("os-ken", "numpy", "pandas", "networkx", "scapy"):
         try:
-            m = __import__(mod)
-            out[mod] = getattr(m, "__version__", None) or getattr(getattr(m, "net", None), "VERSION", None)
-        except Exception:
-            out[mod] = None
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
     try:
         from mininet.net import VERSION
         out["mininet"] = VERSION
-    except Exception:
-        pass
+    except ImportError:
+        out["mininet"] = None
     out["ovs"] = probe.ovs_status()["version"]
     return out
 
@@ -307,13 +307,12 @@ def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_s
     peak = max_window_utilization(links, rates, 1.0)
     if peak > 1.05:
         notes.append(f"a link carried {peak:.0%} of its configured rate over a 1 s window: shaping is not holding")
-    total_ms = [v for v in all_it]
     return {
         "scheduler": spec.scheduler, "spec": spec.name,
         "duration_s": round(float(iters.end.max()) if len(iters) else 0.0, 3),
         "jobs": jobs,
-        "totals": {"iteration_ms_mean": round(float(np.mean(total_ms)), 2) if total_ms else None,
-                   "iteration_ms_p99": round(float(np.percentile(total_ms, 99)), 2) if total_ms else None,
+        "totals": {"iteration_ms_mean": round(float(np.mean(all_it)), 2) if all_it else None,
+                   "iteration_ms_p99": round(float(np.percentile(all_it, 99)), 2) if all_it else None,
                    "ecn_marks": int(sum(v["ecn_marks"] for v in jobs.values()))},
         "fidelity": {"ok": not notes, "notes": notes, "cpu_idle_share": round(cpu_idle_share, 3),
                      "max_link_utilization_1s": round(peak, 3)},

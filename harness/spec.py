@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.errors import UsageError
+from harness.errors import UsageError, require_number
 from harness.linkmodel import LinkError, LinkParams
 from topologies import BUILDERS, TopologyError, by_name
 from workloads import traces
@@ -66,15 +66,13 @@ class Spec:
 
 
 def _int(where, key, v, minimum=1):
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise SpecError(where, key, v, f"a whole number >= {minimum}")
-    return v
+    return require_number(key, v, minimum, strict=False, whole=True,
+                          error=lambda k, val, allowed: SpecError(where, k, val, allowed))
 
 
 def _float(where, key, v, minimum=0.0, strict=False):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < minimum or (strict and v == minimum):
-        raise SpecError(where, key, v, f"a number {'>' if strict else '>='} {minimum:g}")
-    return float(v)
+    return float(require_number(key, v, minimum, strict,
+                                error=lambda k, val, allowed: SpecError(where, k, val, allowed)))
 
 
 def parse_scheduler(where, s):

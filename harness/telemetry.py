@@ -177,11 +177,6 @@ def build_links(topo, routes, of_records, mk_records, port_dev, run_start):
     return df.sort_values(["time", "source", "direction"], kind="stable").reset_index(drop=True)
 
 
-def last_value(df, direction, source, column):
-    d = df[(df.direction == direction) & (df.source == source)][column].dropna()
-    return d.iloc[-1] if len(d) else np.nan
-
-
 def ce_by_pair(of_records, topo, routes):
     """Latest CE count per (src, dst) at the last switch of its route (marks on every link but the last)."""
     latest = {}

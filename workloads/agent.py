@@ -310,10 +310,8 @@ def main(argv=None):
         cfg = json.load(f)
     cfg["worker"] = args.worker
     precise_sleeps()
-    stop = threading.Event()
 
     def on_term(signum, frame):
-        stop.set()
         raise Stopped("signal")
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)

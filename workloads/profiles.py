@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from harness.errors import BadValue
+from harness.errors import BadValue, require_number
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 PARALLELISMS = ("data", "pipeline", "tensor", "hybrid")
@@ -90,12 +90,9 @@ def dilate(profile, factor):
                    profile.provenance, profile.source)
 
 
-def _num(where, key, value, positive=True, allow_zero=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ProfileError(where, key, value, "a number")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ProfileError(where, key, value, "a number > 0" if not allow_zero else "a number >= 0")
-    return float(value)
+def _num(where, key, value, allow_zero=False):
+    return float(require_number(key, value, 0.0, strict=not allow_zero,
+                                error=lambda k, v, allowed: ProfileError(where, k, v, allowed)))
 
 
 def from_dict(name, d, where, require_provenance=False):

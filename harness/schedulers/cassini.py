@@ -119,17 +119,18 @@ def _joint(g, broken, shared, profiles_of, period, capacity, params, shifts, lin
     return still
 
 
-def score_placement(placement, profiles_of, routes, capacity, params, shifts):
-    """Link scores of a placement running with given shifts (what a base scheduler gets)."""
+def score_placement(placement, profiles_of, routes, capacity, params, shifts, with_jobs=False):
+    """Link scores of a placement running with given shifts (what a base scheduler gets);
+    with ``with_jobs`` also {link: [jobs]} of the shared links."""
     demands = link_demands(placement, profiles_of, routes)
-    out = {}
+    out, jobs = {}, {}
     for l, d in sorted(demands.items()):
         if len(d) > 1:
-            js = sorted(d)
+            js = jobs[l] = sorted(d)
             out[l] = circles.score_at([(profiles_of[j].iteration_ms, d[j]) for j in js], capacity,
                                       [shifts.get(j, 0.0) for j in js], params["discretization_deg"],
                                       params["quantum_ms"], params["max_perimeter_ms"])
-    return out
+    return (out, jobs) if with_jobs else out
 
 
 def choose(cands, profiles_of, routes, capacity, params, initial_shifts=None):

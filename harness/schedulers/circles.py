@@ -60,10 +60,6 @@ class LinkSolution:
     exact: bool
 
 
-def _rolled(circle, k_max):
-    return np.stack([np.roll(circle, k) for k in range(k_max)])
-
-
 def _center(ks, best, scores_fn, k_max):
     """Move each coordinate to the middle of its circular run of optimal values."""
     ks = list(ks)
@@ -84,7 +80,7 @@ def _center(ks, best, scores_fn, k_max):
     return ks
 
 
-def _descent(n, k_max, stacks, rolled, capacity, coord_scores, total_score, bins):
+def _descent(n, k_max, stacks, rolled, capacity, coord_scores, total_score):
     """Greedy start then coordinate descent, restarted with each job placed first; best kept."""
     best_ks, best = None, -np.inf
     by_size = sorted(range(n), key=lambda j: -float(stacks[j].sum()))
@@ -154,7 +150,7 @@ def optimise(jobs, capacity, discretization_deg=5.0, quantum_ms=5.0, max_perimet
         b = int(np.argmax(scores))
         ks = [int(a[b]) for a in idx]
     else:
-        ks = _descent(n, k_max, stacks, rolled, capacity, coord_scores, total_score, bins)
+        ks = _descent(n, k_max, stacks, rolled, capacity, coord_scores, total_score)
     best = total_score(ks)
     if n > 1:
         ks = _center(ks, best, coord_scores, k_max)

@@ -92,10 +92,9 @@ def schedule(spec, routes=None):
             chosen = cands[0]
             new_shifts = {n: shifts.get(n, 0.0) for n in chosen}
             for j in placeable:
-                new_shifts[j.name] = j.time_shift_ms or 0.0 if base == "fixed" else 0.0
-            link_scores = cassini.score_placement(chosen, prof_now, routes, capacity, params, new_shifts)
-            link_jobs = {l: sorted(j for j, hs in chosen.items() if l in _job_links(prof_now[j], hs, routes))
-                         for l in link_scores}
+                new_shifts[j.name] = (j.time_shift_ms or 0.0) if base == "fixed" else 0.0
+            link_scores, link_jobs = cassini.score_placement(chosen, prof_now, routes, capacity, params,
+                                                             new_shifts, with_jobs=True)
             epoch.update(chosen_candidate=0, affinity_graph={"loop_free": None, "consistent": None})
         vals = list(link_scores.values())
         epoch["score"] = round(1.0 if not vals else sum(vals) / len(vals), 4)
@@ -130,7 +129,3 @@ def schedule(spec, routes=None):
         "routes": "computed by harness.routing (deterministic least-loaded ECMP); pinned by the runner",
     }
 
-
-def _job_links(profile, hosts, routes):
-    from harness.schedulers.traffic import link_loads
-    return set(link_loads(profile, hosts, routes))

@@ -25,6 +25,6 @@ def test_link_loads_on_a_dumbbell():
 def test_agent_config_scales_bytes_not_time():
     prof = builtins()["vgg16"]
     cfg = job_config(Job("a", "vgg16", 2, 10), prof, ["h1", "h3"], ["10.0.0.1", "10.0.0.3"], 120.0,
-                     50 / 50000, 100.0, 99.0, 0, True, 50)
+                     50 / 50000, 100.0, 99.0, 0, True)
     assert cfg["iteration_ms"] == 255 and cfg["phases"][0]["duration_ms"] == 114
     assert cfg["scale"] == 0.001 and cfg["time_shift_ms"] == 120 and cfg["dscp"] == 1
