@@ -174,6 +174,24 @@ def cmd_report(args):
     return 0
 
 
+def cmd_reproduce(args):
+    from harness import sets
+    from harness.runner import run
+    st = sets.load_set(args.set)
+    if os.geteuid() != 0 and not args.report_only:
+        raise EnvError("reproduce runs experiments and needs root", "run it with sudo")
+    out = args.out or f"results/{st['name']}"
+    if not args.report_only:
+        sets.execute(st, out, run, log, quiet=args.quiet)
+    md, floors = sets.write(st, out, check=args.floors)
+    print(md)
+    log(f"set {st['name']}: table in {out}/table.md, a report per spec under {out}/<spec>/report")
+    if floors and not all(ok for _f, _g, ok in floors):
+        log("below a floor: " + "; ".join(f"{f['spec']} {f['metric']} {g} < {f['min']}" for f, g, ok in floors if not ok))
+        return 1
+    return 0
+
+
 def cmd_clean(args):
     from harness.lifecycle import RunLock
     if os.geteuid() != 0:
@@ -235,6 +253,14 @@ def build_parser():
     p.add_argument("dirs", nargs="+", help="results directories (the first is the baseline)")
     p.add_argument("--out", help="where to write report.md/.html and plots")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("reproduce", help="run a set of experiments (experiments/sets/*.yaml) and write one table")
+    p.add_argument("set", help="set file (YAML)")
+    p.add_argument("--out", help="directory of the set (default results/<set name>); complete runs in it are kept")
+    p.add_argument("--floors", action="store_true", help="exit 1 when a ratio falls below the set's floors")
+    p.add_argument("--report-only", action="store_true", help="do not run: only rebuild the reports and table")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("clean", help="remove leftovers of earlier runs of this tool only")
     p.set_defaults(func=cmd_clean)

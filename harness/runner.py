@@ -88,8 +88,12 @@ class Progress:
             sys.stderr.write("\n")
 
 
-def groups(plan):
-    """Jobs that share a link at any epoch, joined transitively: {job: set of jobs in its group}."""
+def groups(plan, min_score=0.0):
+    """Jobs that share a link at any epoch, joined transitively: {job: set of jobs in its group}.
+
+    Only links whose compatibility score is at least ``min_score`` join jobs: CASSINI's shifts are
+    worth keeping only where the jobs can interleave; on an incompatible link (two RoBERTa, Up 82 %
+    of the time) holding each other to the shift only adds pauses (measured on snapshot 4)."""
     parent = {j["name"]: j["name"] for j in plan["jobs"]}
 
     def find(x):
@@ -99,6 +103,8 @@ def groups(plan):
         return x
     for e in plan["epochs"]:
         for link in e["links"]:
+            if link.get("score", 1.0) < min_score:
+                continue
             for a, b in zip(link["jobs"], link["jobs"][1:]):
                 parent[find(a)] = find(b)
     out = {}
@@ -147,7 +153,7 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
                 idle0 = cpu_idle()
                 started, finished, ce0, ce1 = {}, {}, {}, {}
                 pending = list(order)
-                grp = groups(plan)
+                grp = groups(plan, spec.cassini["align_min_score"])
                 done_it, last_count = 0, -1.0
                 total_it = sum(j["iterations"] for j in plan["jobs"])
                 index = {j["name"]: i for i, j in enumerate(plan["jobs"])}
@@ -169,10 +175,13 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
                                        for m in sorted(grp[j["name"]])
                                        if sched[m]["iteration_ms"] == j["iteration_ms"]]
                             extra = {"first_slot": first}
-                            if realign and len(members) > 1:
+                            keep = realign
+                            if spec.uses_cassini:   # shifts kept only among compatible jobs; others start shifted
+                                keep = len(members) > 1
+                            if keep and len(members) > 1:
                                 extra.update(group=members, beat_dir=str(rp.dir))
                             rp.start(job, prof, hosts, j["time_shift_ms"] * D, t_ref, run_start, index[j["name"]],
-                                     realign, extra)
+                                     keep, extra)
                             started[j["name"]] = {"hosts": hosts, "t0": t_ref - run_start, "at": now,
                                                   "first_slot": first}
                             pending.remove(j)
@@ -223,20 +232,27 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
 
 def max_window_utilization(links, rate_bps_of, window_s):
     """Highest utilisation of any link over ``window_s`` windows, from the cumulative byte counters
-    and the link model's rate (``rate_bps_of[direction]``).
-
-    Single 100 ms samples of userspace OVS ports can read above 100 % (the counters advance in
-    steps); over a second they cannot, unless shaping fails."""
+    on their own read times (``counter_time``; the sample time when absent) and the link model's
+    rate (``rate_bps_of[direction]``). Replies of the controller arrive bunched: over their receipt
+    times a second of counters can look like 106 % of the rate."""
     of = links[(links.source == "openflow") & links.tx_bytes.notna()]
+    clock = "counter_time" if "counter_time" in of and of.counter_time.notna().any() else "time"
     peak = 0.0
     for did, d in of.groupby("direction"):
-        t, b = d.time.to_numpy(), d.tx_bytes.to_numpy()
+        d = d[d[clock].notna()].sort_values(clock)
+        t, b = d[clock].to_numpy(), d.tx_bytes.to_numpy()
         if len(t) < 2 or t[-1] - t[0] < window_s or did not in rate_bps_of:
             continue
         starts = t[t <= t[-1] - window_s]
         moved = np.interp(starts + window_s, t, b) - np.interp(starts, t, b)
         peak = max(peak, float(np.max(moved * 8 / window_s / rate_bps_of[did])))
     return peak
+
+
+def shaping_allowance(link_params, window_s):
+    """Utilisation a shaped link may show over ``window_s``: its rate plus one HTB burst (the
+    bucket may be full at the window's start), plus 1 % for interpolating between 100 ms samples."""
+    return 1 + link_params.burst_bytes * 8 / (link_params.rate_bps * window_s) + 0.01
 
 
 def iteration_times_ms(w0):
@@ -274,7 +290,7 @@ def shift_errors_ms(name, j, plan, iters, started, D):
 
 
 def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_share, D, topo):
-    jobs, all_it = {}, []
+    jobs, all_it, all_slow = {}, [], []
     notes = []
     for j in plan["jobs"]:
         name = j["name"]
@@ -282,6 +298,7 @@ def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_s
         it_ms = iteration_times_ms(w0)
         steady = it_ms[1:] if len(it_ms) > 1 else it_ms
         all_it.extend(steady.tolist())
+        all_slow.extend((steady / j["iteration_ms"]).tolist())
         marks = sum(ce1.get((name, h), 0) - ce0.get((name, h), 0) for h in j["hosts"])
         n = max(1, len(w0))
         err = shift_errors_ms(name, j, plan, iters, started, D)
@@ -305,15 +322,20 @@ def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_s
         notes.append(f"host CPU saturated: {cpu_idle_share:.0%} idle during the run")
     rates = {did: l.params.rate_bps * D for l in topo.links for did, *_ in l.directions()}
     peak = max_window_utilization(links, rates, 1.0)
-    if peak > 1.05:
-        notes.append(f"a link carried {peak:.0%} of its configured rate over a 1 s window: shaping is not holding")
+    allowed = max(shaping_allowance(l.params, 1.0) for l in topo.links)
+    if peak > allowed:
+        notes.append(f"a link carried {peak:.1%} of its configured rate over a 1 s window (at most "
+                     f"{allowed:.1%} with one HTB burst): shaping is not holding")
     return {
         "scheduler": spec.scheduler, "spec": spec.name,
         "duration_s": round(float(iters.end.max()) if len(iters) else 0.0, 3),
         "jobs": jobs,
         "totals": {"iteration_ms_mean": round(float(np.mean(all_it)), 2) if all_it else None,
                    "iteration_ms_p99": round(float(np.percentile(all_it, 99)), 2) if all_it else None,
-                   "ecn_marks": int(sum(v["ecn_marks"] for v in jobs.values()))},
+                   "ecn_marks": int(sum(v["ecn_marks"] for v in jobs.values())),
+                   # iteration time / the profile's: comparable across models (a trace mixes 58 ms and 3 s)
+                   "slowdown_mean": round(float(np.mean(all_slow)), 4) if all_slow else None,
+                   "slowdown_p99": round(float(np.percentile(all_slow, 99)), 4) if all_slow else None},
         "fidelity": {"ok": not notes, "notes": notes, "cpu_idle_share": round(cpu_idle_share, 3),
                      "max_link_utilization_1s": round(peak, 3)},
     }

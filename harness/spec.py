@@ -20,7 +20,7 @@ TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "t
 JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms"}
 BASES = ("themis", "pollux", "random", "ideal", "fixed")
 CASSINI_KEYS = {"discretization_deg": 5.0, "candidates": 10, "quantum_ms": 5.0, "max_perimeter_ms": 10000.0,
-                "aggregate": "mean", "exact_max_jobs": 3, "loops": "reject"}
+                "aggregate": "mean", "exact_max_jobs": 3, "loops": "reject", "align_min_score": 0.9}
 
 
 class SpecError(UsageError):
@@ -86,8 +86,8 @@ def parse_scheduler(where, s):
     return s
 
 
-def load(path, scheduler=None):
-    """Load and validate a spec file; ``scheduler`` overrides the file's (and is validated too)."""
+def load(path, scheduler=None, seed=None):
+    """Load and validate a spec file; ``scheduler`` and ``seed`` override the file's (and are validated too)."""
     path = Path(path)
     where = str(path)
     try:
@@ -98,6 +98,8 @@ def load(path, scheduler=None):
         raise UsageError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})")
     if scheduler is not None and isinstance(raw, dict):
         raw = {**raw, "scheduler": scheduler}
+    if seed is not None and isinstance(raw, dict):
+        raw = {**raw, "seed": seed}
     return from_mapping(raw, where)
 
 
@@ -151,6 +153,9 @@ def from_mapping(raw, where="spec"):
     _float(where, "cassini.max_perimeter_ms", cassini["max_perimeter_ms"], strict=True)
     if cassini["aggregate"] not in ("mean", "min"):
         raise SpecError(where, "cassini.aggregate", cassini["aggregate"], "mean | min")
+    a = _float(where, "cassini.align_min_score", cassini["align_min_score"])
+    if not 0 <= a <= 1:
+        raise SpecError(where, "cassini.align_min_score", a, "a score in [0, 1]")
     if cassini["loops"] not in ("reject", "joint"):
         raise SpecError(where, "cassini.loops", cassini["loops"], "reject (the paper) | joint")
 

@@ -12,6 +12,8 @@ the rx counter of ``b``'s port. OVS reports 10 Gbit/s for every port whatever th
 utilisation uses the rate of the topology's link model, over the switch's own counter time stamps
 (port age in the stats reply), not the arrival times of replies. Times are seconds since the run start
 (CLOCK_MONOTONIC, the clock of the agents). A sample that did not arrive is a gap, never a zero.
+``counter_time``: when the counter was read, on the counter's own clock (openflow: the port's age
+at the switch; marker: the sampler's read time): differences of it are exact intervals for tx_bytes.
 """
 import json
 import threading
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-COLUMNS = ["time", "link", "direction", "tx_bytes", "utilization", "ecn_marked", "source"]
+COLUMNS = ["time", "link", "direction", "tx_bytes", "utilization", "ecn_marked", "source", "counter_time"]
 
 # OVS refreshes OpenFlow *flow* counters from its datapath flows in the revalidator, every
 # max-revalidator (500 ms by default); port counters are read live. A measured window must start
@@ -151,12 +153,12 @@ def build_links(topo, routes, of_records, mk_records, port_dev, run_start):
                     prev = last.get(did)
                     util = np.nan if prev is None or ts <= prev[0] else (b - prev[1]) * 8 / (ts - prev[0]) / rate
                     last[did] = (ts, b)
-                    rows.append((t, link_id, did, b, util, np.nan, "openflow"))
+                    rows.append((t, link_id, did, b, util, np.nan, "openflow", ts))
         elif rec["kind"] == "ce":
             ce_state[rec["dpid"]] = rec["ce"]
             arrived = ce_arrivals(topo, routes, {rec["dpid"]: rec["ce"]})
             for did in sorted(switch_in.get(rec["dpid"], ())):
-                rows.append((t, link_of[did], did, np.nan, np.nan, arrived.get(did, 0), "openflow"))
+                rows.append((t, link_of[did], did, np.nan, np.nan, arrived.get(did, 0), "openflow", np.nan))
     dev_dir = {}
     for link in topo.links:
         for did, frm, _to, port in link.directions():
@@ -172,7 +174,7 @@ def build_links(topo, routes, of_records, mk_records, port_dev, run_start):
             prev = lastm.get(did)
             util = np.nan if prev is None or t <= prev[0] else (b - prev[1]) * 8 / (t - prev[0]) / rate
             lastm[did] = (t, b)
-            rows.append((t, link_id, did, b, util, marked, "marker"))
+            rows.append((t, link_id, did, b, util, marked, "marker", t))
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df.sort_values(["time", "source", "direction"], kind="stable").reset_index(drop=True)
 

@@ -24,56 +24,51 @@ def _links_json(link_jobs, link_scores):
     return [{"id": l, "jobs": link_jobs[l], "score": round(link_scores[l], 4)} for l in sorted(link_jobs)]
 
 
-def schedule(spec, routes=None):
-    topo = spec.topology
-    routes = routes or compute_routes(topo)
-    profiles_of = {j.name: spec.profiles[j.model] for j in spec.jobs}
-    params = spec.cassini
-    capacity = spec.reference_gbps
-    base, use_cassini = spec.base, spec.uses_cassini
-    pending = sorted(spec.jobs, key=lambda j: (j.arrival_s, spec.jobs.index(j)))
-    waiting, running, done, epochs, jobs_out = [], {}, {}, [], {}
-    shifts = {}
-    t = 0.0
-    epoch_no = 0
-    while pending or waiting:
-        if not waiting:
-            t = max(t, pending[0].arrival_s)
-        while pending and pending[0].arrival_s <= t + 1e-9:
-            waiting.append(pending.pop(0))
-        for name in [n for n, r in running.items() if r["finish"] <= t + 1e-9]:
-            done[name] = running.pop(name)
-        used = {h for r in running.values() for h in r["hosts"]}
-        free = [h for h in topo.hosts if h not in used]
-        placeable, n_free = [], len(free)
-        for j in waiting:
-            pinned_busy = j.hosts and any(h in used for h in j.hosts)
-            if j.workers <= n_free and not pinned_busy:
-                placeable.append(j)
-                n_free -= j.workers
-        if not placeable:
-            nxt = [r["finish"] for r in running.values()] + [p.arrival_s for p in pending]
-            if not nxt:
-                raise ScheduleError(f"job {waiting[0].name} needs {waiting[0].workers} hosts; the topology has "
-                                    f"{len(topo.hosts)}")
-            t = min(x for x in nxt if x > t - 1e-9) if any(x > t for x in nxt) else max(nxt)
-            continue
-        fixed = {n: r["hosts"] for n, r in running.items()}
-        n_cand = params["candidates"] if use_cassini else 1
+def placeable_jobs(waiting, used, n_hosts_free):
+    """Waiting jobs that fit now, in order (a later job may go first if an earlier one does not fit)."""
+    out, n_free = [], n_hosts_free
+    for j in waiting:
+        pinned_busy = j.hosts and any(h in used for h in j.hosts)
+        if j.workers <= n_free and not pinned_busy:
+            out.append(j)
+            n_free -= j.workers
+    return out
+
+
+class EpochPolicy:
+    """The base policy (and CASSINI on top) at one epoch: placement of the jobs that fit, and the
+    time-shifts of every running job. Keeps the shifts across epochs. Used by ``schedule`` (the
+    emulator's plan) and by the simulator (harness.sim), which calls it at its own events."""
+
+    def __init__(self, spec, routes):
+        self.spec, self.routes = spec, routes
+        self.topo = spec.topology
+        self.profiles_of = {j.name: spec.profiles[j.model] for j in spec.jobs}
+        self.params, self.capacity = spec.cassini, spec.reference_gbps
+        self.base, self.use_cassini = spec.base, spec.uses_cassini
+        self.shifts, self.epoch_no = {}, 0
+
+    def place(self, t, placeable, running):
+        """``running``: {job: hosts} of the jobs that keep their hosts. Returns (placement of
+        ``placeable`` {job: hosts}, the epoch record)."""
+        used = {h for hs in running.values() for h in hs}
+        free = [h for h in self.topo.hosts if h not in used]
+        params, base = self.params, self.base
+        n_cand = params["candidates"] if self.use_cassini else 1
         try:
-            cands = placement_mod.candidates(base, placeable, topo, spec.profiles, free, fixed=fixed,
-                                             n=n_cand, seed=spec.seed + epoch_no)
+            cands = placement_mod.candidates(base, placeable, self.topo, self.spec.profiles, free, fixed=running,
+                                             n=n_cand, seed=self.spec.seed + self.epoch_no)
         except placement_mod.PlacementError as exc:
             raise ScheduleError(str(exc))
-        prof_now = {n: profiles_of[n] for n in cands[0]}
+        prof_now = {n: self.profiles_of[n] for n in cands[0]}
         epoch = {"t_s": round(t, 3), "placed": [j.name for j in placeable], "candidates_considered": len(cands)}
-        if use_cassini:
-            initial = {n: shifts[n] for n in running}
-            idx, evals = cassini.choose(cands, prof_now, routes, capacity, params, initial)
+        if self.use_cassini:
+            initial = {n: self.shifts[n] for n in running}
+            idx, evals = cassini.choose(cands, prof_now, self.routes, self.capacity, params, initial)
             epoch["candidates_rejected_loops"] = sum(1 for e in evals if not e.accepted)
             if idx is None:
                 chosen, new_shifts = cands[0], {**{n: 0.0 for n in cands[0]}, **initial}
-                link_scores = cassini.score_placement(chosen, prof_now, routes, capacity, params, new_shifts)
+                link_scores = cassini.score_placement(chosen, prof_now, self.routes, self.capacity, params, new_shifts)
                 link_jobs = evals[0].link_jobs
                 epoch.update(fallback="every candidate's affinity graph has an inconsistent loop: "
                                       "base placement, zero shifts", chosen_candidate=0,
@@ -90,34 +85,66 @@ def schedule(spec, routes=None):
                     epoch["affinity_graph"]["joint"] = True
         else:
             chosen = cands[0]
-            new_shifts = {n: shifts.get(n, 0.0) for n in chosen}
+            new_shifts = {n: self.shifts.get(n, 0.0) for n in chosen}
             for j in placeable:
                 new_shifts[j.name] = (j.time_shift_ms or 0.0) if base == "fixed" else 0.0
-            link_scores, link_jobs = cassini.score_placement(chosen, prof_now, routes, capacity, params,
+            link_scores, link_jobs = cassini.score_placement(chosen, prof_now, self.routes, self.capacity, params,
                                                              new_shifts, with_jobs=True)
             epoch.update(chosen_candidate=0, affinity_graph={"loop_free": None, "consistent": None})
         vals = list(link_scores.values())
         epoch["score"] = round(1.0 if not vals else sum(vals) / len(vals), 4)
         epoch["links"] = _links_json(link_jobs, link_scores)
-        changed = {n: s for n, s in new_shifts.items() if n in running and abs(s - shifts.get(n, 0.0)) > 1e-6}
+        changed = {n: s for n, s in new_shifts.items() if n in running and abs(s - self.shifts.get(n, 0.0)) > 1e-6}
         if changed:
             epoch["reshifted"] = {n: round(s, 3) for n, s in changed.items()}
         for n, s in new_shifts.items():
-            shifts[n] = wrap(s, profiles_of[n].iteration_ms)
-        epoch["shifts"] = {n: round(shifts[n], 3) for n in sorted(chosen)}
+            self.shifts[n] = wrap(s, self.profiles_of[n].iteration_ms)
+        epoch["shifts"] = {n: round(self.shifts[n], 3) for n in sorted(chosen)}
+        self.epoch_no += 1
+        return {j.name: chosen[j.name] for j in placeable}, epoch
+
+    def forget(self, name):
+        self.shifts.pop(name, None)
+
+
+def schedule(spec, routes=None):
+    topo = spec.topology
+    routes = routes or compute_routes(topo)
+    policy = EpochPolicy(spec, routes)
+    profiles_of = policy.profiles_of
+    pending = sorted(spec.jobs, key=lambda j: (j.arrival_s, spec.jobs.index(j)))
+    waiting, running, done, epochs, jobs_out = [], {}, {}, [], {}
+    t = 0.0
+    while pending or waiting:
+        if not waiting:
+            t = max(t, pending[0].arrival_s)
+        while pending and pending[0].arrival_s <= t + 1e-9:
+            waiting.append(pending.pop(0))
+        for name in [n for n, r in running.items() if r["finish"] <= t + 1e-9]:
+            done[name] = running.pop(name)
+        used = {h for r in running.values() for h in r["hosts"]}
+        placeable = placeable_jobs(waiting, used, len(topo.hosts) - len(used))
+        if not placeable:
+            nxt = [r["finish"] for r in running.values()] + [p.arrival_s for p in pending]
+            if not nxt:
+                raise ScheduleError(f"job {waiting[0].name} needs {waiting[0].workers} hosts; the topology has "
+                                    f"{len(topo.hosts)}")
+            t = min(x for x in nxt if x > t - 1e-9) if any(x > t for x in nxt) else max(nxt)
+            continue
+        placed, epoch = policy.place(t, placeable, {n: r["hosts"] for n, r in running.items()})
+        shifts = policy.shifts
         for j in placeable:
             prof = profiles_of[j.name]
-            running[j.name] = {"hosts": chosen[j.name], "placed": t,
+            running[j.name] = {"hosts": placed[j.name], "placed": t,
                                "finish": t + j.iterations * prof.iteration_ms / 1000.0}
-            jobs_out[j.name] = {"name": j.name, "model": j.model, "hosts": chosen[j.name],
+            jobs_out[j.name] = {"name": j.name, "model": j.model, "hosts": placed[j.name],
                                 "time_shift_ms": round(shifts[j.name], 3), "iteration_ms": prof.iteration_ms,
                                 "iterations": j.iterations, "arrival_s": j.arrival_s, "placed_at_s": round(t, 3),
-                                "finish_est_s": round(running[j.name]["finish"], 3), "alone": base == "ideal"}
+                                "finish_est_s": round(running[j.name]["finish"], 3), "alone": spec.base == "ideal"}
             waiting.remove(j)
-        for n in changed:
+        for n in epoch.get("reshifted", {}):
             jobs_out[n].setdefault("reshifts", []).append({"t_s": round(t, 3), "time_shift_ms": round(shifts[n], 3)})
         epochs.append(epoch)
-        epoch_no += 1
     first = epochs[0]
     return {
         "scheduler": spec.scheduler, "spec": spec.name, "seed": spec.seed,
@@ -125,7 +152,6 @@ def schedule(spec, routes=None):
         "jobs": [jobs_out[j.name] for j in spec.jobs],
         "links": first["links"], "affinity_graph": first["affinity_graph"],
         "candidates_considered": first["candidates_considered"],
-        "epochs": epochs, "params": {k: params[k] for k in sorted(params)},
+        "epochs": epochs, "params": {k: policy.params[k] for k in sorted(policy.params)},
         "routes": "computed by harness.routing (deterministic least-loaded ECMP); pinned by the runner",
     }
-

@@ -6,7 +6,8 @@ import pytest
 
 from harness.replay import COLUMNS
 from harness.report import report
-from harness.runner import iteration_times_ms, max_window_utilization
+from harness.linkmodel import LinkParams
+from harness.runner import groups, iteration_times_ms, max_window_utilization, shaping_allowance
 
 
 def test_iteration_time_includes_a_realignment_pause():
@@ -24,6 +25,29 @@ def test_one_second_window_ignores_single_sample_spikes():
     # a link that really ran at twice its rate for over a second is caught
     links.tx_bytes = np.cumsum(np.full(len(t), 2 * 50e6 / 8 * 0.1))
     assert max_window_utilization(links, {"s1>s2": 50e6}, 1.0) == pytest.approx(2.0, abs=0.01)
+
+
+def test_window_uses_the_counters_own_clock():
+    # replies arrive bunched (receipt times squeezed) while the counters advance at exactly the rate
+    counter_t = np.arange(0, 5, 0.1)
+    b = counter_t * 50e6 / 8
+    receipt = counter_t.copy()
+    receipt[10:20] = receipt[10] + (receipt[10:20] - receipt[10]) * 0.9   # 10 replies in 0.81 s
+    receipt[20:] -= 0.09
+    links = pd.DataFrame({"time": receipt, "counter_time": counter_t + 1234.0, "direction": "s1>s2",
+                          "tx_bytes": b, "source": "openflow"})
+    assert max_window_utilization(links, {"s1>s2": 50e6}, 1.0) == pytest.approx(1.0, abs=0.001)
+    assert max_window_utilization(links.drop(columns="counter_time"), {"s1>s2": 50e6}, 1.0) > 1.05
+    # one HTB burst at 50 Mbit/s, MTU 9000: 27 KB = 0.4 % of a second, plus 1 % interpolation
+    assert shaping_allowance(LinkParams.scaled(50), 1.0) == pytest.approx(1.0144, abs=1e-3)
+
+
+def test_groups_join_only_compatible_links():
+    plan = {"jobs": [{"name": n} for n in "abcd"],
+            "epochs": [{"links": [{"jobs": ["a", "b"], "score": 1.0}, {"jobs": ["c", "d"], "score": 0.69}]}]}
+    assert groups(plan)["c"] == {"c", "d"}
+    g = groups(plan, 0.9)
+    assert g["a"] == {"a", "b"} and g["c"] == {"c"} and g["d"] == {"d"}
 
 
 def fake_run(d, scheduler, it_ms, marks):

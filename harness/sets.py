@@ -1,0 +1,175 @@
+"""``interleave reproduce SET --out DIR``: run a set of experiments and write one report.
+
+A set file (YAML) names specs, the schedulers to compare on each, how many repeats, and the
+floors that ``make nightly`` holds the headline ratios to::
+
+    name: reproduction
+    repeats: 2                      # runs per spec and scheduler; repeat r uses seed = spec seed + r
+    runs:
+      - {spec: ../snapshot1.yaml, schedulers: [themis, themis+cassini]}   # relative to the set file
+    floors:                         # ratio = base / other on a metric of the totals; > 1: other is better
+      - {spec: demo, base: themis, other: themis+cassini, metric: iteration_ms_mean, min: 1.05}
+
+Layout of DIR: ``<spec name>/<scheduler>-r<r>/`` (results directories; a complete one is reused, so
+an interrupted set resumes where it stopped), ``<spec name>/report/`` (``interleave report`` of the
+spec's runs), and ``table.md`` / ``table.json``: per spec and scheduler the mean over repeats, and
+the ratios of each ``X+cassini`` over its base ``X``. Ratios are of means over repeats.
+Exit status 1 when ``--floors`` is given and a ratio falls below its floor.
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from harness import spec as spec_mod
+from harness.errors import UsageError
+
+METRICS = ("iteration_ms_mean", "iteration_ms_p99", "slowdown_mean", "slowdown_p99", "ecn_marks")
+
+
+def load_set(path):
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file")
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})")
+    if not isinstance(raw, dict) or not isinstance(raw.get("runs"), list) or not raw["runs"]:
+        raise UsageError(f"{path}: key runs: a non-empty list of {{spec, schedulers}} is required")
+    repeats = raw.get("repeats", 1)
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise UsageError(f"{path}: key repeats: value {repeats!r} is not an integer >= 1")
+    runs = []
+    for i, r in enumerate(raw["runs"]):
+        if not isinstance(r, dict) or "spec" not in r or not r.get("schedulers"):
+            raise UsageError(f"{path}: key runs[{i}]: value {r!r} needs spec and schedulers")
+        sp = Path(r["spec"])
+        if not sp.is_absolute():
+            sp = path.parent / sp
+        specs = [spec_mod.load(sp, scheduler=s) for s in r["schedulers"]]   # validated before anything runs
+        runs.append({"spec_path": sp, "name": specs[0].name, "schedulers": list(r["schedulers"]),
+                     "seed": specs[0].seed, "repeats": int(r.get("repeats", repeats))})
+    names = {r["name"] for r in runs}
+    floors = raw.get("floors") or []
+    for i, f in enumerate(floors):
+        if not isinstance(f, dict) or f.get("spec") not in names or f.get("metric") not in METRICS \
+                or not isinstance(f.get("min"), (int, float)) or not f.get("base") or not f.get("other"):
+            raise UsageError(f"{path}: key floors[{i}]: value {f!r} needs spec (one of {sorted(names)}), base, "
+                             f"other, metric (one of {', '.join(METRICS)}) and a numeric min")
+    return {"name": raw.get("name", path.stem), "runs": runs, "floors": floors}
+
+
+def run_dir(out, name, scheduler, r):
+    return Path(out) / name / f"{scheduler.replace('+', '-')}-r{r}"
+
+
+def execute(st, out, run, log, quiet=False):
+    """Run every (spec, scheduler, repeat) not already complete under ``out``; ``run`` is
+    harness.runner.run (passed in so that the set logic is testable without root)."""
+    todo = [(r, s, k) for r in st["runs"] for k in range(r["repeats"]) for s in r["schedulers"]]
+    for n, (r, s, k) in enumerate(todo, 1):
+        d = run_dir(out, r["name"], s, k)
+        if (d / "summary.json").exists():
+            log(f"[{n}/{len(todo)}] {d}: done earlier, kept")
+            continue
+        log(f"[{n}/{len(todo)}] {r['name']} with {s}, repeat {k} (seed {r['seed'] + k}) -> {d}")
+        spec = spec_mod.load(r["spec_path"], scheduler=s, seed=r["seed"] + k)
+        d.parent.mkdir(parents=True, exist_ok=True)
+        run(spec, d, quiet=quiet, log=log)
+
+
+def aggregate(st, out):
+    """{spec: {"schedulers": {s: {metric: mean over repeats, "runs": n, "fidelity_ok": n}},
+    "ratios": {"X vs X+cassini": {metric: base / other}}}} from the complete runs under ``out``."""
+    table = {}
+    for r in st["runs"]:
+        entry = {"schedulers": {}, "ratios": {}}
+        for s in r["schedulers"]:
+            sums = []
+            for k in range(r["repeats"]):
+                f = run_dir(out, r["name"], s, k) / "summary.json"
+                if f.exists():
+                    sums.append(json.loads(f.read_text()))
+            if not sums:
+                continue
+            row = {m: _mean([x["totals"].get(m) for x in sums]) for m in METRICS}
+            row["runs"] = len(sums)
+            row["fidelity_ok"] = sum(1 for x in sums if x["fidelity"]["ok"])
+            row["per_run"] = {m: [x["totals"].get(m) for x in sums] for m in METRICS}
+            entry["schedulers"][s] = row
+        for s in r["schedulers"]:
+            if s.endswith("+cassini") and s[:-len("+cassini")] in entry["schedulers"] and s in entry["schedulers"]:
+                b = s[:-len("+cassini")]
+                entry["ratios"][f"{b} vs {s}"] = {m: ratio(entry["schedulers"][b][m], entry["schedulers"][s][m])
+                                                  for m in METRICS}
+        table[r["name"]] = entry
+    return table
+
+
+def _mean(vals):
+    vals = [v for v in vals if v is not None]
+    return round(float(np.mean(vals)), 4) if vals else None
+
+
+def ratio(a, b):
+    if a is None or b is None:
+        return None
+    if b == 0:
+        return float("inf") if a > 0 else 1.0
+    return round(a / b, 3)
+
+
+def check_floors(st, table):
+    """[(floor, measured ratio, ok)]"""
+    out = []
+    for f in st["floors"]:
+        key = f"{f['base']} vs {f['other']}"
+        got = table.get(f["spec"], {}).get("ratios", {}).get(key, {}).get(f["metric"])
+        out.append((f, got, got is not None and got >= f["min"]))
+    return out
+
+
+def markdown(st, table, floors=None):
+    lines = [f"# {st['name']}: mean over repeats", "",
+             "| spec | scheduler | runs (fidelity ok) | mean iteration | p99 iteration | slowdown mean | "
+             "slowdown p99 | ECN marks |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, e in table.items():
+        for s, row in e["schedulers"].items():
+            lines.append(f"| {name} | {s} | {row['runs']} ({row['fidelity_ok']}) | {row['iteration_ms_mean']} ms | "
+                         f"{row['iteration_ms_p99']} ms | {row['slowdown_mean']} | {row['slowdown_p99']} | "
+                         f"{row['ecn_marks']} |")
+    lines += ["", "## Ratios (base / with CASSINI; > 1: CASSINI better)", "",
+              "| spec | comparison | mean | p99 | slowdown mean | slowdown p99 | ECN marks |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name, e in table.items():
+        for key, rt in e["ratios"].items():
+            lines.append(f"| {name} | {key} | {rt['iteration_ms_mean']}x | {rt['iteration_ms_p99']}x | "
+                         f"{rt['slowdown_mean']}x | {rt['slowdown_p99']}x | {rt['ecn_marks']}x |")
+    if floors:
+        lines += ["", "## Floors", "", "| spec | comparison | metric | floor | measured | |", "| --- | --- | --- | --- | --- | --- |"]
+        for f, got, ok in floors:
+            lines.append(f"| {f['spec']} | {f['base']} vs {f['other']} | {f['metric']} | {f['min']} | {got} | "
+                         f"{'ok' if ok else 'BELOW'} |")
+    return "\n".join(lines) + "\n"
+
+
+def write(st, out, check=False):
+    """Reports per spec, table.md/.json; returns (markdown, floors results)."""
+    from harness.report import report
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for r in st["runs"]:
+        dirs = [run_dir(out, r["name"], s, k) for k in range(r["repeats"]) for s in r["schedulers"]]
+        dirs = [d for d in dirs if (d / "summary.json").exists()]
+        if dirs:
+            report(dirs, out / r["name"] / "report")
+    table = aggregate(st, out)
+    floors = check_floors(st, table) if check else None
+    md = markdown(st, table, floors)
+    (out / "table.md").write_text(md)
+    (out / "table.json").write_text(json.dumps({"set": st["name"], "table": table,
+                                                "floors": [{**f, "measured": g, "ok": ok} for f, g, ok in floors or []]},
+                                               indent=2, default=str))
+    return md, floors
