@@ -81,3 +81,35 @@ def link_load(routes):
         for d in directed_links(path):
             load[d] = load.get(d, 0) + 1
     return load
+
+
+class EcmpRoutes:
+    """Routes computed on demand, for fabrics too large for ``compute_routes`` (every pair of a
+    1,024-host fabric is a million routes): among the equal-cost paths between the two edge
+    switches (sorted, cached per switch pair), pair (src, dst) takes the one its host numbers hash
+    to, as hash-based ECMP does. Deterministic. Mapping interface: ``routes[(src, dst)]``."""
+
+    def __init__(self, topo):
+        self.topo = topo
+        self.switches = topo.graph().subgraph(list(topo.switches)).copy()
+        self.paths, self.cache = {}, {}
+
+    def __getitem__(self, pair):
+        r = self.cache.get(pair)
+        if r is None:
+            src, dst = pair
+            a, b = self.topo.edge_of(src), self.topo.edge_of(dst)
+            if (a, b) not in self.paths:
+                self.paths[(a, b)] = sorted(nx.all_shortest_paths(self.switches, a, b)) if a != b else [[a]]
+            cands = self.paths[(a, b)]
+            i, j = self.topo.host_index(src), self.topo.host_index(dst)
+            r = self.cache[pair] = [src, *cands[(i * 7919 + j * 104729) % len(cands)], dst]
+        return r
+
+    def __contains__(self, pair):
+        return pair[0] in self.topo.hosts and pair[1] in self.topo.hosts
+
+
+def routes_for(topo, max_hosts_precomputed=64):
+    """The emulator's routes (``compute_routes``) on fabrics it can build, ECMP on demand beyond."""
+    return compute_routes(topo) if len(topo.hosts) <= max_hosts_precomputed else EcmpRoutes(topo)

@@ -33,7 +33,7 @@ from harness.lifecycle import RunLock
 from harness.linkmodel import LinkParams
 from harness.netcheck import ce_received
 from harness.replay import COLUMNS as ITER_COLUMNS, Replayer
-from harness.schedulers.plan import schedule
+from harness.schedulers.plan import groups, schedule
 from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, mono
 from topologies import by_name
 from workloads.profiles import dilate
@@ -86,31 +86,6 @@ class Progress:
     def end(self):
         if not self.quiet:
             sys.stderr.write("\n")
-
-
-def groups(plan, min_score=0.0):
-    """Jobs that share a link at any epoch, joined transitively: {job: set of jobs in its group}.
-
-    Only links whose compatibility score is at least ``min_score`` join jobs: CASSINI's shifts are
-    worth keeping only where the jobs can interleave; on an incompatible link (two RoBERTa, Up 82 %
-    of the time) holding each other to the shift only adds pauses (measured on snapshot 4)."""
-    parent = {j["name"]: j["name"] for j in plan["jobs"]}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-    for e in plan["epochs"]:
-        for link in e["links"]:
-            if link.get("score", 1.0) < min_score:
-                continue
-            for a, b in zip(link["jobs"], link["jobs"][1:]):
-                parent[find(a)] = find(b)
-    out = {}
-    for name in parent:
-        out.setdefault(find(name), set()).add(name)
-    return {name: out[find(name)] for name in parent}
 
 
 def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m: None):

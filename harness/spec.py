@@ -16,9 +16,9 @@ from workloads import traces
 from workloads.profiles import ProfileError, builtins, from_dict
 
 TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "trace", "scheduler",
-            "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation"}
+            "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation", "netsens", "background"}
 JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms"}
-BASES = ("themis", "pollux", "random", "ideal", "fixed")
+BASES = ("themis", "pollux", "random", "ideal", "fixed", "netsens", "consolidate")
 CASSINI_KEYS = {"discretization_deg": 5.0, "candidates": 10, "quantum_ms": 5.0, "max_perimeter_ms": 10000.0,
                 "aggregate": "mean", "exact_max_jobs": 3, "loops": "reject", "align_min_score": 0.9}
 
@@ -52,6 +52,8 @@ class Spec:
     duration_s: float
     seed: int
     cassini: dict = field(default_factory=dict)
+    netsens: dict = field(default_factory=dict)
+    background: float = 0.0
     time_dilation: float = 1.0
     source: str = ""
     raw: dict = field(default_factory=dict)
@@ -82,7 +84,8 @@ def parse_scheduler(where, s):
     ok = (len(parts) == 1 and parts[0] in BASES) or \
          (len(parts) == 2 and parts[0] in BASES[:3] and parts[1] == "cassini")
     if not ok:
-        raise SpecError(where, "scheduler", s, "one of " + ", ".join(BASES) + ", themis+cassini, pollux+cassini, random+cassini")
+        raise SpecError(where, "scheduler", s, "one of " + ", ".join(BASES) +
+                        ", themis+cassini, pollux+cassini, random+cassini")
     return s
 
 
@@ -159,6 +162,15 @@ def from_mapping(raw, where="spec"):
     if cassini["loops"] not in ("reject", "joint"):
         raise SpecError(where, "cassini.loops", cassini["loops"], "reject (the paper) | joint")
 
+    from harness.schedulers.netsens import validate as validate_netsens
+    netsens = validate_netsens(where, raw.get("netsens"), SpecError)
+    bg = raw.get("background") or {}
+    if not isinstance(bg, dict) or set(bg) - {"load"}:
+        raise SpecError(where, "background", bg, "a mapping {load: fraction of every switch-to-switch link}")
+    background = _float(where, "background.load", bg.get("load", 0.0))
+    if background >= 1:
+        raise SpecError(where, "background.load", background, "a fraction in [0, 1)")
+
     if ("jobs" in raw) == ("trace" in raw):
         raise SpecError(where, "jobs/trace", None, "exactly one of jobs (explicit) or trace (generated)")
     if "trace" in raw:
@@ -170,7 +182,7 @@ def from_mapping(raw, where="spec"):
     jobs = _jobs(where, jobs_raw, profiles, topo, scheduler)
     return Spec(name=name, topology=topo, link=link, reference_gbps=ref, profiles=profiles, jobs=jobs,
                 scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
-                source=where, raw=raw)
+                netsens=netsens, background=background, source=where, raw=raw)
 
 
 def _trace_jobs(where, trace, profiles, n_hosts, seed):
@@ -189,6 +201,14 @@ def _trace_jobs(where, trace, profiles, n_hosts, seed):
     for m in (trace.get("models") or []) + (trace.get("arriving") or []):
         if m not in profiles:
             raise SpecError(where, "trace.models", m, "a known model: " + ", ".join(sorted(profiles)))
+    wd = trace.get("workers")
+    if isinstance(wd, dict):      # a distribution {workers: weight}
+        if not wd or not all(isinstance(k, int) and k >= 1 and isinstance(v, (int, float)) and v > 0
+                             for k, v in wd.items()):
+            raise SpecError(where, "trace.workers", wd, "[min, max], or {workers: weight} with workers >= 1, weight > 0")
+        if max(wd) > n_hosts:
+            raise SpecError(where, "trace.workers", wd, f"at most the {n_hosts} hosts of the topology")
+        return traces.generate(trace, profiles, n_hosts, seed)
     for k in ("workers", "iterations"):
         if k in trace:
             v = trace[k]

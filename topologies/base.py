@@ -37,6 +37,7 @@ class Topology:
     switches: dict = field(default_factory=dict)  # name -> layer
     links: list = field(default_factory=list)
     _next_port: dict = field(default_factory=dict, repr=False)
+    _edge: dict = field(default_factory=dict, repr=False, compare=False)
 
     def add_host(self):
         name = f"h{len(self.hosts) + 1}"
@@ -55,6 +56,8 @@ class Topology:
         self._next_port[a] += 1
         self._next_port[b] += 1
         self.links.append(link)
+        if a in self._next_port and a.startswith("h"):
+            self._edge.setdefault(a, b)
         return link
 
     # ---- queries -------------------------------------------------------
@@ -74,6 +77,8 @@ class Topology:
 
     def edge_of(self, host):
         """The switch a host hangs off."""
+        if host in self._edge:
+            return self._edge[host]
         for link in self.links:
             if link.a == host:
                 return link.b

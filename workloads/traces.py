@@ -4,7 +4,8 @@ seed always give the same jobs.
 
 Models are drawn with equal probability from ``models`` (default: the 13 built-ins); iterations
 uniformly from [200, 1000] (the paper's range) times ``iterations_scale``; workers uniformly from
-``workers`` ([min, max], default [2, 4]).
+``workers`` ([min, max], default [2, 4]) or from a distribution ``{workers: weight}`` (e.g. the
+Philly-like {2: 40, 4: 30, 8: 20, 16: 7, 32: 3} of experiments/sim/).
 
 Poisson load: the arrival rate makes the expected fraction of busy hosts equal ``load``:
 rate = load x hosts / (E[workers] x E[job duration alone]).
@@ -14,11 +15,25 @@ import numpy as np
 KINDS = ("snapshot", "poisson", "dynamic")
 
 
+def _workers(rng, workers):
+    if isinstance(workers, dict):
+        sizes = sorted(workers)
+        p = np.array([workers[k] for k in sizes], dtype=float)
+        return int(sizes[int(rng.choice(len(sizes), p=p / p.sum()))])
+    return int(rng.integers(workers[0], workers[1] + 1))
+
+
+def _mean_workers(workers):
+    if isinstance(workers, dict):
+        return sum(k * v for k, v in workers.items()) / sum(workers.values())
+    return (workers[0] + workers[1]) / 2
+
+
 def _draw(rng, n, models, profiles, workers, iterations, scale, prefix):
     jobs = []
     for i in range(n):
         model = models[int(rng.integers(len(models)))]
-        w = int(rng.integers(workers[0], workers[1] + 1))
+        w = _workers(rng, workers)
         it = max(1, int(round(rng.integers(iterations[0], iterations[1] + 1) * scale)))
         jobs.append({"name": f"{prefix}{i + 1}", "model": model, "workers": w, "iterations": it})
     return jobs
@@ -39,7 +54,7 @@ def generate(trace, profiles, n_hosts, seed):
         return jobs
     if kind == "poisson":
         jobs = _draw(rng, trace["jobs"], models, profiles, workers, iterations, scale, "j")
-        mean_w = (workers[0] + workers[1]) / 2
+        mean_w = _mean_workers(workers)
         mean_it_s = np.mean([profiles[m].iteration_ms for m in models]) / 1000
         mean_dur = mean_it_s * (iterations[0] + iterations[1]) / 2 * scale
         rate = trace["load"] * n_hosts / (mean_w * mean_dur)
@@ -55,7 +70,7 @@ def generate(trace, profiles, n_hosts, seed):
         arriving = trace.get("arriving") or []
         later = []
         for i, model in enumerate(arriving):
-            w = int(rng.integers(workers[0], workers[1] + 1))
+            w = _workers(rng, workers)
             it = max(1, int(round(rng.integers(iterations[0], iterations[1] + 1) * scale)))
             later.append({"name": f"n{i + 1}", "model": model, "workers": w, "iterations": it,
                           "arrival_s": float(trace.get("arrival_s", 30.0))})

@@ -7,7 +7,8 @@ import pytest
 from harness.replay import COLUMNS
 from harness.report import report
 from harness.linkmodel import LinkParams
-from harness.runner import groups, iteration_times_ms, max_window_utilization, shaping_allowance
+from harness.schedulers.plan import groups
+from harness.runner import iteration_times_ms, max_window_utilization, shaping_allowance
 
 
 def test_iteration_time_includes_a_realignment_pause():

@@ -1,0 +1,285 @@
+"""Network-sensitive GPU scheduling (after arXiv 2401.16492, whose body was not available: this is
+the project's own reconstruction, documented in the README) and its consolidation baseline.
+
+Locality levels of a placement: 0 one rack (edge switch), 1 one pod (racks sharing aggregation
+switches; leaf-spine: the whole fabric), 2 anywhere. One GPU per host.
+
+Sensitivity of a job = its iteration time spread across pods, where every fabric link keeps only
+``1 - expected_background`` of its capacity, over its iteration time consolidated (profile time):
+computed from the measured profile with the fluid model's rules (harness.sim.fluid, validated
+against the emulator). Classes: ``high`` at or above thresholds[1], ``medium`` at or above
+thresholds[0], else ``low``.
+
+``netsens`` (delay scheduling, Zaharia et al. EuroSys'10, over locality levels): queue in arrival
+order, later jobs may go when an earlier one waits. A job accepts only its best feasible level
+(0 if it fits in a rack, else 1, else 2) until its timer for that level expires, then the next one.
+Timers per class, ``timers: {high: [rack_s, pod_s], medium: [...], low: [...]}``; low-sensitivity
+jobs default to 0 and take the *most fragmented* free hosts at once, leaving whole racks to
+sensitive jobs. ``timers: auto`` lets harness.schedulers.tuner choose them in the simulator.
+Preemption: a ``high`` job whose rack timer expired takes a rack whose free hosts plus the hosts of
+``low`` jobs there are enough; those jobs go back to the queue (progress kept, ``restart_s`` paid
+when they restart); a job is preempted at most ``max_preemptions`` times and only after running
+``min_run_s``.
+
+``consolidate`` (Tiresias-like "consolidate if possible"): arrival order, each job placed at once
+at the best level free now, in the fewest racks; never waits, never preempts.
+"""
+import numpy as np
+
+DEFAULTS = {"timers": {"high": [60.0, 60.0], "medium": [15.0, 15.0], "low": [0.0, 0.0]},
+            "thresholds": [1.1, 1.5], "expected_background": 0.5, "preemption": True,
+            "restart_s": 30.0, "min_run_s": 120.0, "max_preemptions": 2, "objective": "jct_mean"}
+CLASSES = ("high", "medium", "low")
+OBJECTIVES = ("jct_mean", "makespan")
+
+
+def validate(where, raw, error):
+    cfg = {k: (dict(v) if isinstance(v, dict) else v) for k, v in DEFAULTS.items()}
+    if raw is None:
+        return cfg
+    if not isinstance(raw, dict):
+        raise error(where, "netsens", raw, "a mapping")
+    for k, v in raw.items():
+        if k not in DEFAULTS:
+            raise error(where, f"netsens.{k}", v, "unknown key; allowed: " + ", ".join(DEFAULTS))
+        cfg[k] = v
+    t = cfg["timers"]
+    if t != "auto":
+        if not isinstance(t, dict) or set(t) - set(CLASSES):
+            raise error(where, "netsens.timers", t, "auto, or {high|medium|low: [rack_s, pod_s]}")
+        merged = dict(DEFAULTS["timers"])
+        for c, v in t.items():
+            if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) and
+                                                               not isinstance(x, bool) and x >= 0 for x in v)):
+                raise error(where, f"netsens.timers.{c}", v, "[rack_s, pod_s], two numbers >= 0")
+            merged[c] = [float(x) for x in v]
+        cfg["timers"] = merged
+    th = cfg["thresholds"]
+    if not (isinstance(th, list) and len(th) == 2 and all(isinstance(x, (int, float)) for x in th) and 1 <= th[0] <= th[1]):
+        raise error(where, "netsens.thresholds", th, "[medium, high] with 1 <= medium <= high")
+    for k in ("restart_s", "min_run_s"):
+        if not isinstance(cfg[k], (int, float)) or isinstance(cfg[k], bool) or cfg[k] < 0:
+            raise error(where, f"netsens.{k}", cfg[k], "a number of seconds >= 0")
+    if not isinstance(cfg["max_preemptions"], int) or cfg["max_preemptions"] < 0:
+        raise error(where, "netsens.max_preemptions", cfg["max_preemptions"], "a whole number >= 0")
+    if not isinstance(cfg["preemption"], bool):
+        raise error(where, "netsens.preemption", cfg["preemption"], "true | false")
+    eb = cfg["expected_background"]
+    if not isinstance(eb, (int, float)) or not 0 <= eb < 1:
+        raise error(where, "netsens.expected_background", eb, "a fraction in [0, 1)")
+    if cfg["objective"] not in OBJECTIVES:
+        raise error(where, "netsens.objective", cfg["objective"], " | ".join(OBJECTIVES))
+    return cfg
+
+
+def sensitivity(profile, background):
+    """Iteration time spread across pods with ``background`` of every fabric link taken, over the
+    profile's (consolidated) time. A ring crosses each fabric link once per transfer."""
+    cap = profile.reference_gbps * (1 - background)
+    t = profile.iteration_ms - profile.up_ms
+    t += sum(p.duration_ms * max(1.0, p.gbps / cap) for p in profile.phases)
+    return max(1.0, t / profile.iteration_ms)
+
+
+def classify(s, thresholds):
+    return "high" if s >= thresholds[1] else "medium" if s >= thresholds[0] else "low"
+
+
+class Layout:
+    """Racks and pods of a topology: rack = edge switch; pod = racks with the same upper neighbours."""
+
+    def __init__(self, topo):
+        g = topo.graph()
+        self.rack_of = {h: topo.edge_of(h) for h in topo.hosts}
+        self.racks = {}
+        for h in topo.hosts:
+            self.racks.setdefault(self.rack_of[h], []).append(h)
+        up = {r: frozenset(n for n in g.neighbors(r) if n in topo.switches) for r in self.racks}
+        pods = {}
+        for r in self.racks:
+            pods.setdefault(up[r], []).append(r)
+        self.pod_of = {r: i for i, rs in enumerate(pods.values()) for r in rs}
+        self.rack_size = max(len(v) for v in self.racks.values())
+        self.pod_size = max(sum(len(self.racks[r]) for r in rs) for rs in pods.values())
+
+    def level(self, hosts):
+        racks = {self.rack_of[h] for h in hosts}
+        return 0 if len(racks) == 1 else 1 if len({self.pod_of[r] for r in racks}) == 1 else 2
+
+    def min_level(self, n):
+        return 0 if n <= self.rack_size else 1 if n <= self.pod_size else 2
+
+    def by_rack(self, free):
+        out = {}
+        for h in free:
+            out.setdefault(self.rack_of[h], []).append(h)
+        return out
+
+    def pick(self, n, free, level, fragments_first=False):
+        """n hosts from ``free`` within ``level``, or None. Consolidated choices take the tightest
+        rack/pod that fits and its fullest racks first; ``fragments_first`` takes the racks with the
+        fewest free hosts first (leaves whole racks free)."""
+        fr = self.by_rack(free)
+        if level == 0:
+            fit = [r for r, hs in fr.items() if len(hs) >= n]
+            if not fit:
+                return None
+            r = min(fit, key=lambda r: (len(fr[r]), r))
+            return sorted(fr[r], key=_num)[:n]
+        groups = {}
+        if level == 1:
+            for r in fr:
+                groups.setdefault(self.pod_of[r], []).append(r)
+        else:
+            groups = {0: list(fr)}
+        fit = [g for g, rs in groups.items() if sum(len(fr[r]) for r in rs) >= n]
+        if not fit:
+            return None
+        g = min(fit, key=lambda g: (sum(len(fr[r]) for r in groups[g]), g))
+        order = sorted(groups[g], key=lambda r: (len(fr[r]) if fragments_first else -len(fr[r]), r))
+        out = []
+        for r in order:
+            out += sorted(fr[r], key=_num)[:n - len(out)]
+            if len(out) == n:
+                return sorted(out, key=_num)
+        return None
+
+
+def _num(h):
+    return int(h[1:])
+
+
+class ConsolidatePolicy:
+    def __init__(self, spec, routes=None):
+        self.spec, self.layout = spec, Layout(spec.topology)
+
+    def decide(self, t, waiting, running):
+        from harness.sim.engine import Decision
+        used = {h for hs in running.values() for h in hs}
+        free = [h for h in self.spec.topology.hosts if h not in used]
+        place = {}
+        for w in waiting:
+            j = w.job
+            hosts = j.hosts if j.hosts and not (set(j.hosts) & used) else None
+            if hosts is None and not j.hosts:
+                for lvl in range(self.layout.min_level(j.workers), 3):
+                    hosts = self.layout.pick(j.workers, free, lvl)
+                    if hosts:
+                        break
+            if hosts:
+                place[j.name] = hosts
+                free = [h for h in free if h not in hosts]
+                used |= set(hosts)
+        return Decision(place=place, epoch={"t_s": round(t, 3), "placed": sorted(place)} if place else None)
+
+
+class NetsensPolicy:
+    def __init__(self, spec, routes=None, timers=None):
+        self.spec, self.layout = spec, Layout(spec.topology)
+        self.cfg = spec.netsens
+        self.timers = timers or self.cfg["timers"]
+        if self.timers == "auto":
+            from harness.schedulers.tuner import tune
+            self.tuning = tune(spec)
+            self.timers = self.tuning["chosen"]
+        bg = spec.background or self.cfg["expected_background"]
+        self.sens = {j.name: sensitivity(spec.profiles[j.model], bg) for j in spec.jobs}
+        self.cls = {n: classify(s, self.cfg["thresholds"]) for n, s in self.sens.items()}
+        self.started, self.preempted = {}, {}
+
+    def _allowed(self, c, wait, lvl_min):
+        lvl, budget = lvl_min, wait
+        timers = self.timers[c]
+        while lvl < 2 and budget >= timers[lvl]:
+            budget -= timers[lvl]
+            lvl += 1
+        return lvl
+
+    def _expiry(self, c, since, lvl_min):
+        timers, t = self.timers[c], since
+        for lvl in range(lvl_min, 2):
+            t += timers[lvl]
+            yield t
+
+    def decide(self, t, waiting, running):
+        from harness.sim.engine import Decision
+        used = {h for hs in running.values() for h in hs}
+        free = [h for h in self.spec.topology.hosts if h not in used]
+        place, preempt, wake = {}, [], None
+        running = dict(running)
+        for w in waiting:
+            j = w.job
+            c = self.cls[j.name]
+            if j.hosts:
+                if not (set(j.hosts) & used):
+                    hosts = j.hosts
+                else:
+                    continue
+            else:
+                lvl_min = self.layout.min_level(j.workers)
+                allowed = self._allowed(c, t - w.since, lvl_min)
+                hosts = None
+                for lvl in range(lvl_min, allowed + 1):
+                    hosts = self.layout.pick(j.workers, free, lvl, fragments_first=(c == "low" and lvl > 0))
+                    if hosts:
+                        break
+                if hosts is None and c == "high" and lvl_min == 0 and allowed >= 1 and self.cfg["preemption"]:
+                    hosts, victims = self._preempt(t, j.workers, free, running)
+                    if hosts:
+                        preempt += victims
+                        for v in victims:
+                            vh = running.pop(v)
+                            used -= set(vh)
+                            free += vh
+                if hosts is None:
+                    for e in self._expiry(c, w.since, lvl_min):
+                        if e > t + 1e-9:
+                            wake = e if wake is None else min(wake, e)
+                            break
+                    continue
+            place[j.name] = list(hosts)
+            self.started[j.name] = t
+            free = [h for h in free if h not in hosts]
+            used |= set(hosts)
+            running[j.name] = list(hosts)
+        for v in preempt:
+            self.preempted[v] = self.preempted.get(v, 0) + 1
+        epoch = None
+        if place or preempt:
+            epoch = {"t_s": round(t, 3), "placed": sorted(place), "preempted": sorted(preempt),
+                     "levels": {n: self.layout.level(h) for n, h in place.items()}}
+        return Decision(place=place, preempt=preempt, wake_at=wake, epoch=epoch)
+
+    def _preempt(self, t, n, free, running):
+        """A rack where free hosts + hosts of preemptible low jobs >= n: (hosts, victims) or (None, [])."""
+        fr = self.layout.by_rack(free)
+        best = None
+        for rack, rack_hosts in self.layout.racks.items():
+            have = list(fr.get(rack, []))
+            cands = []
+            for v, hs in running.items():
+                if self.cls.get(v) != "low" or self.preempted.get(v, 0) >= self.cfg["max_preemptions"]:
+                    continue
+                if t - self.started.get(v, t) < self.cfg["min_run_s"]:
+                    continue
+                inside = [h for h in hs if self.layout.rack_of[h] == rack]
+                if inside:
+                    cands.append((len(inside), v, inside))
+            victims, got = [], list(have)
+            for _k, v, inside in sorted(cands, key=lambda x: (-x[0], x[1])):
+                if len(got) >= n:
+                    break
+                victims.append(v)
+                got += inside
+            if len(got) >= n and victims:
+                cost = sum(len(running[v]) for v in victims)
+                if best is None or cost < best[0]:
+                    best = (cost, sorted(got, key=_num)[:n], victims)
+        return (best[1], best[2]) if best else (None, [])
+
+    def shift(self, name):
+        return 0.0
+
+
+def policy_for(spec, routes=None):
+    return ConsolidatePolicy(spec, routes) if spec.base == "consolidate" else NetsensPolicy(spec, routes)

@@ -1,0 +1,346 @@
+"""Event-driven cluster simulation: the same spec, profiles, topology, routes and schedulers as
+``interleave run``, with the fabric replaced by the fluid model of harness.sim.fluid.
+
+Events: arrivals, job finishes, policy wake-ups (delay timers). At each event the policy decides
+(placements, preemptions), then the iteration time of every running job is recomputed: jobs that
+share no link and fit the capacity run at their profile time; each component of link-sharing jobs
+(or a job whose links have less capacity than its phases ask, under background load) is run in the
+fluid model until its iterations are steady, and the job progresses at that rate until the next
+event. Components are cached by (jobs, hosts, shifts, groups): an event recomputes only the
+components it changed.
+
+Cluster model (the emulator's): one GPU per host; capacity per directed link = the spec's
+``reference_gbps``; ``background: {load: b}`` takes b of every switch-to-switch link (the congested
+condition of the network-sensitive scheduling paper); host links are never shared.
+Preemption (netsens): the victim's progress is kept (it checkpoints), it returns to the queue and
+pays ``restart_s`` when placed again. Time: seconds; iteration times in ms.
+"""
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from harness.routing import directed_links, routes_for
+from harness.schedulers.plan import EpochPolicy, groups, placeable_jobs
+from harness.sim import calibration
+from harness.sim.fluid import SimJob, attach_links, simulate
+
+
+@dataclass
+class Decision:
+    place: dict = field(default_factory=dict)      # job -> hosts
+    preempt: list = field(default_factory=list)    # running jobs to stop (they go back to the queue)
+    wake_at: float = None                          # a time at which to decide again (a timer)
+    epoch: dict = None                             # record for the schedule (placement decisions)
+
+
+class BasePolicy:
+    """The emulator's scheduler (base policy, optionally +CASSINI) at the simulator's events."""
+
+    def __init__(self, spec, routes):
+        self.ep = EpochPolicy(spec, routes)
+        self.ep.record_links = spec.uses_cassini     # the simulator needs link scores only for CASSINI groups
+        self.n_hosts = len(spec.topology.hosts)
+
+    def decide(self, t, waiting, running):
+        used = {h for hs in running.values() for h in hs}
+        placeable = placeable_jobs([w.job for w in waiting], used, self.n_hosts - len(used))
+        if not placeable:
+            return Decision()
+        placed, epoch = self.ep.place(t, placeable, running)
+        return Decision(place=placed, epoch=epoch)
+
+    def shift(self, name):
+        return self.ep.shifts.get(name, 0.0)
+
+
+@dataclass
+class Waiting:
+    job: object
+    since: float
+    preemptions: int = 0
+    remaining: float = None
+
+
+@dataclass
+class Running:
+    job: object
+    hosts: list
+    placed_at: float
+    ready_at: float
+    remaining: float
+    it_ms: float = 0.0
+    marks_per_it: float = 0.0
+    re_per_it: float = 0.0
+    samples: object = None
+    preemptions: int = 0
+    started_at: float = 0.0
+
+
+class Accum:
+    def __init__(self):
+        self.samples, self.weights, self.marks, self.iterations, self.realign = [], [], 0.0, 0.0, 0.0
+
+    def add(self, samples, done):
+        if self.samples and self.samples[-1] is samples:
+            self.weights[-1] += done
+        else:
+            self.samples.append(samples)
+            self.weights.append(done)
+
+
+def capacities(topo, reference_gbps, background=0.0):
+    cap = {}
+    for link in topo.links:
+        shared = link.a in topo.switches and link.b in topo.switches
+        for did, *_ in link.directions():
+            cap[did] = reference_gbps * (1 - background if shared else 1.0)
+    return cap
+
+
+class Simulator:
+    def __init__(self, spec, policy=None, routes=None, background=None, horizon_iterations=30, log=None):
+        self.spec = spec
+        self.topo = spec.topology
+        self.routes = routes or routes_for(self.topo)
+        bg = background if background is not None else spec.background
+        self.background = bg
+        self.capacity = capacities(self.topo, spec.reference_gbps, bg)
+        self.policy = policy or make_policy(spec, self.routes)
+        self.horizon = horizon_iterations
+        self.log = log or (lambda m: None)
+        self.cache, self._links_cache, self._squeeze_cache = {}, {}, {}
+        self.fluid_runs = 0
+        self.align_min = spec.cassini.get("align_min_score", 0.9)
+
+    # ---- the iteration-time model -------------------------------------------------------------
+    def _simjob(self, r, group):
+        j = SimJob(r.job.name, self.spec.profiles[r.job.model], list(r.hosts),
+                   self.policy.shift(r.job.name) if hasattr(self.policy, "shift") else 0.0, group)
+        return attach_links(j, self.routes)
+
+    def _links_of(self, r):
+        key = (r.job.name, tuple(r.hosts))
+        if key not in self._links_cache:
+            self._links_cache[key] = self._compute_links(r)
+        return self._links_cache[key]
+
+    def _squeezed(self, r, links):
+        """Does a phase of the job ask more of one of its links than the link has (background)?"""
+        key = (r.job.name, tuple(r.hosts))
+        if key not in self._squeeze_cache:
+            self._squeeze_cache[key] = any(d > self.capacity[l] * (1 + 1e-9) for l, d in links.items())
+        return self._squeeze_cache[key]
+
+    def _compute_links(self, r):
+        prof = self.spec.profiles[r.job.model]
+        out = {}
+        from harness.schedulers.traffic import transfers
+        for ph in prof.phases:
+            rate = ph.gbps / (len(r.hosts) - 1) if ph.pattern == "alltoall" and len(r.hosts) > 1 else ph.gbps
+            for a, b in transfers(ph.pattern, r.hosts):
+                for l in directed_links(self.routes[(a, b)]):
+                    out[l] = max(out.get(l, 0.0), rate)
+        return out
+
+    def recompute(self, running, epoch_links):
+        """Set it_ms / marks of every running job for the current set."""
+        links_of = {n: self._links_of(r) for n, r in running.items()}
+        users = {}
+        for n, ls in links_of.items():
+            for l in ls:
+                users.setdefault(l, []).append(n)
+        parent = {n: n for n in running}
+
+        def find(x):
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+        for l, ns in users.items():
+            for a, b in zip(ns, ns[1:]):
+                parent[find(a)] = find(b)
+        comps = {}
+        for n in running:
+            comps.setdefault(find(n), []).append(n)
+        live = [{**l, "jobs": [n for n in l["jobs"] if n in running]} for l in epoch_links]
+        grp = groups({"jobs": [{"name": n} for n in running], "epochs": [{"links": live}]}, self.align_min) \
+            if getattr(self.spec, "uses_cassini", False) else {n: {n} for n in running}
+        for members in comps.values():
+            shared = len(members) > 1
+            squeezed = any(self._squeezed(running[n], links_of[n]) for n in members)
+            if not shared and not squeezed:
+                r = running[members[0]]
+                r.it_ms = self.spec.profiles[r.job.model].iteration_ms
+                r.marks_per_it, r.re_per_it, r.samples = 0.0, 0.0, None
+                continue
+            gid = {}
+            for n in members:
+                same = sorted(m for m in grp.get(n, {n}) if m in running and
+                              self.spec.profiles[running[m].job.model].iteration_ms ==
+                              self.spec.profiles[running[n].job.model].iteration_ms)
+                gid[n] = same[0] if len(same) > 1 else None
+            key = tuple(sorted((n, tuple(running[n].hosts), round(self._shift(n), 3), gid[n]) for n in members))
+            out = self.cache.get(key)
+            if out is None:
+                jobs = [self._simjob(running[n], gid[n]) for n in members]
+                periods = {j.profile.iteration_ms for j in jobs}
+                # different periods slide against each other: cover a full relative cycle (e.g.
+                # 260 vs 255 ms: 52 iterations) so the mean is not that of one phase of the slide
+                horizon = self.horizon if len(periods) == 1 else 4 * self.horizon
+                out = simulate(jobs, self.capacity, horizon_iterations=horizon)
+                self.cache[key] = out
+                self.fluid_runs += 1
+            for n in members:
+                r = running[n]
+                r.samples = out.iteration_ms[n]
+                r.it_ms = float(np.mean(r.samples))
+                r.marks_per_it = out.marks_per_iteration[n]
+                r.re_per_it = out.realignments_per_iteration[n]
+
+    def _shift(self, name):
+        return self.policy.shift(name) if hasattr(self.policy, "shift") else 0.0
+
+    # ---- the event loop -----------------------------------------------------------------------
+    def run(self):
+        wall0 = time.perf_counter()
+        spec = self.spec
+        pending = sorted(spec.jobs, key=lambda j: (j.arrival_s, spec.jobs.index(j)))
+        waiting, running, acc, finished = [], {}, {}, {}
+        epochs, segments, wake = [], {}, None
+        first_place, queue_s = {}, {}
+        epoch_links = []
+        t = 0.0
+        while pending or waiting or running:
+            nxt = [pending[0].arrival_s] if pending else []
+            nxt += [max(t, r.ready_at) + r.remaining * r.it_ms / 1000 for r in running.values()]
+            if wake is not None and wake > t + 1e-9:
+                nxt.append(wake)
+            if not nxt:
+                raise RuntimeError(f"jobs {[w.job.name for w in waiting]} can never be placed")
+            t_new = max(t, min(nxt))
+            self._advance(running, acc, t, t_new)
+            t = t_new
+            for n in [n for n, r in running.items() if r.remaining <= 1e-6]:
+                r = running.pop(n)
+                finished[n] = t
+                segments[n][-1]["end_s"] = round(t, 3)
+                if hasattr(self.policy, "ep"):
+                    self.policy.ep.forget(n)
+            while pending and pending[0].arrival_s <= t + 1e-9:
+                j = pending.pop(0)
+                waiting.append(Waiting(j, j.arrival_s, 0, float(j.iterations)))
+            d = self.policy.decide(t, waiting, {n: r.hosts for n, r in running.items()})
+            wake = d.wake_at
+            for n in d.preempt:
+                r = running.pop(n)
+                segments[n][-1].update(end_s=round(t, 3), preempted=True)
+                waiting.insert(0, Waiting(r.job, t, r.preemptions + 1, r.remaining))
+            for name, hosts in d.place.items():
+                w = next(x for x in waiting if x.job.name == name)
+                waiting.remove(w)
+                restart = self.restart_s if w.preemptions else 0.0
+                running[name] = Running(w.job, list(hosts), t, t + restart, w.remaining,
+                                        preemptions=w.preemptions, started_at=t)
+                acc.setdefault(name, Accum())
+                first_place.setdefault(name, t)
+                queue_s[name] = queue_s.get(name, 0.0) + (t - w.since)
+                segments.setdefault(name, []).append({"start_s": round(t, 3), "hosts": list(hosts),
+                                                      "iterations_left": round(w.remaining, 2)})
+            if d.epoch is not None:
+                epochs.append(d.epoch)
+                epoch_links = d.epoch.get("links", [])
+            self.recompute(running, epoch_links)
+        wall = time.perf_counter() - wall0
+        return self._summary(acc, finished, first_place, queue_s, segments, epochs, wall)
+
+    restart_s = 0.0
+
+    def _advance(self, running, acc, t0, t1):
+        for n, r in running.items():
+            start = max(t0, r.ready_at)
+            if t1 <= start or r.it_ms <= 0:
+                continue
+            done = min(r.remaining, (t1 - start) * 1000 / r.it_ms)
+            r.remaining -= done
+            a = acc[n]
+            a.iterations += done
+            a.marks += done * r.marks_per_it
+            a.realign += done * r.re_per_it
+            if r.samples is None:
+                r.samples = np.array([r.it_ms])
+            a.add(r.samples, done)
+
+    def _summary(self, acc, finished, first_place, queue_s, segments, epochs, wall):
+        spec = self.spec
+        jobs, all_it, all_w, all_slow = {}, [], [], []
+        overhead_s = 0.0
+        for j in spec.jobs:
+            a = acc.get(j.name)
+            prof = spec.profiles[j.model]
+            if a is None or not a.weights:
+                continue
+            vals = np.concatenate(a.samples)
+            wts = np.concatenate([np.full(len(s), w / len(s)) for s, w in zip(a.samples, a.weights)])
+            mean = float(np.average(vals, weights=wts))
+            p99 = weighted_percentile(vals, wts, 99)
+            all_it.append(vals)
+            all_w.append(wts)
+            all_slow.append(vals / prof.iteration_ms)
+            overhead_s += (mean - prof.iteration_ms) * a.iterations / 1000
+            jobs[j.name] = {
+                "model": j.model, "hosts": segments[j.name][-1]["hosts"], "iterations": int(round(a.iterations)),
+                "iteration_ms_mean": round(mean, 2), "iteration_ms_p99": round(p99, 2),
+                "iteration_ms_profile": prof.iteration_ms,
+                "jct_s": round(finished[j.name] - j.arrival_s, 3),
+                "queue_s": round(queue_s.get(j.name, 0.0), 3),
+                "ecn_marks": int(round(a.marks)), "ecn_marks_source": "estimated (fluid queue model, harness.sim)",
+                "ecn_marks_per_iteration": round(a.marks / max(1.0, a.iterations), 3),
+                "time_shift_ms": round(self._shift(j.name), 3), "shift_error_ms_p50": None,
+                "realignments": int(round(a.realign)),
+                "preemptions": len(segments[j.name]) - 1, "segments": segments[j.name],
+            }
+        vals, wts = (np.concatenate(all_it), np.concatenate(all_w)) if all_it else (np.array([]), np.array([]))
+        slow = np.concatenate(all_slow) if all_slow else np.array([])
+        jct = [v["jct_s"] for v in jobs.values()]
+        return {
+            "scheduler": spec.scheduler, "spec": spec.name, "simulated": True,
+            "duration_s": round(max(finished.values()) if finished else 0.0, 3),
+            "jobs": jobs,
+            "totals": {"iteration_ms_mean": round(float(np.average(vals, weights=wts)), 2) if len(vals) else None,
+                       "iteration_ms_p99": round(weighted_percentile(vals, wts, 99), 2) if len(vals) else None,
+                       "ecn_marks": int(sum(v["ecn_marks"] for v in jobs.values())),
+                       "slowdown_mean": round(float(np.average(slow, weights=wts)), 4) if len(slow) else None,
+                       "slowdown_p99": round(weighted_percentile(slow, wts, 99), 4) if len(slow) else None,
+                       "makespan_s": round(max(finished.values()) if finished else 0.0, 3),
+                       "jct_s_mean": round(float(np.mean(jct)), 3) if jct else None,
+                       "queue_s_mean": round(float(np.mean([v["queue_s"] for v in jobs.values()])), 3) if jobs else None,
+                       "communication_overhead_s": round(overhead_s, 3),
+                       "preemptions": int(sum(v["preemptions"] for v in jobs.values()))},
+            "fidelity": {"ok": True, "notes": ["flow-level simulation (harness.sim): no emulator to keep up"]},
+            "simulator": {"wall_s": round(wall, 3), "fluid_runs": self.fluid_runs, "background_load": self.background,
+                          "epochs": len(epochs), "marks_per_gbit": calibration.MARKS_PER_GBIT,
+                          "horizon_iterations": self.horizon},
+        }
+
+
+def weighted_percentile(vals, weights, q):
+    if len(vals) == 0:
+        return float("nan")
+    order = np.argsort(vals)
+    v, w = np.asarray(vals)[order], np.asarray(weights)[order]
+    c = np.cumsum(w)
+    if c[-1] <= 0:
+        return float(np.percentile(v, q))
+    return float(v[min(len(v) - 1, np.searchsorted(c, q / 100 * c[-1]))])
+
+
+def make_policy(spec, routes):
+    if spec.base == "netsens" or spec.base == "consolidate":
+        from harness.schedulers.netsens import policy_for
+        return policy_for(spec, routes)
+    return BasePolicy(spec, routes)
+
+
+def simulate_spec(spec, log=None, **kw):
+    return Simulator(spec, log=log, **kw).run()

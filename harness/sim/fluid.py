@@ -1,0 +1,221 @@
+"""Fluid model of jobs that share links: their iteration times and ECN marks while the set is fixed.
+
+The unit of work is a *component*: running jobs joined by the directed links they share. Each job
+replays its profile closed-loop exactly as the emulator's agent does (workloads/agent.py): compute
+gaps alternate with communication phases; a phase carries ``gbps x duration_ms`` of volume per
+transfer and may not go faster than its profile rate; no iteration is shorter than the profile's.
+During a phase, a job's transfers cross links with a multiplicity (how many of its transfers a
+link carries, from harness.schedulers.traffic); rates are max-min fair per connection (progressive
+filling, every connection of every active phase rising together) under per-link capacities.
+
+CASSINI groups (jobs that keep their shifts) align to their slowest member as the agents do: a
+job that starts an iteration late raises the group's lag, and every member waits for
+``grid + lag``. Free jobs start each iteration when the previous one ends.
+
+ECN marks are an estimate: while the offered load of a link (every active transfer at its profile
+rate) exceeds its capacity, the queue sits above the marking threshold and ``MARKS_PER_GBIT``
+of every gigabit sent through it is marked (calibrated on the emulator: see harness.sim.calibration).
+Units: time in ms, rates in Gbit/s at the reference line rate, volumes in Gbit/s x ms.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from harness.schedulers.traffic import link_loads
+from harness.sim.calibration import MARKS_PER_GBIT
+
+EPS = 1e-9
+
+
+@dataclass
+class SimJob:
+    name: str
+    profile: object                 # workloads.profiles.Profile
+    hosts: list
+    shift_ms: float = 0.0
+    group: object = None            # jobs with the same non-None group align to each other
+    phase_links: list = field(default_factory=list)   # per phase: {link: multiplicity}
+
+    def __post_init__(self):
+        if not self.phase_links:
+            self.phase_links = [dict() for _ in self.profile.phases]
+
+
+def attach_links(job, routes):
+    """Fill ``job.phase_links`` from the routes: per phase, {directed link: transfers over it}."""
+    per_phase = [dict() for _ in job.profile.phases]
+    for link, loads in link_loads(job.profile, job.hosts, routes).items():
+        for i, gbps in loads:
+            rate = job.profile.phases[i].gbps
+            if rate > 0:
+                per_phase[i][link] = gbps / rate
+    job.phase_links = per_phase
+    return job
+
+
+def maxmin_matrix(m, caps, capacity):
+    """``maxmin`` on arrays: ``m`` (flows x links) multiplicities, ``caps`` per-flow caps,
+    ``capacity`` per link. Returns the per-connection rate of each flow."""
+    k = len(caps)
+    rate = np.zeros(k)
+    left = capacity.astype(float).copy()
+    unfrozen = np.ones(k, dtype=bool)
+    level = 0.0
+    while unfrozen.any():
+        w = m[unfrozen].sum(axis=0)
+        used = w > 0
+        step = float(np.min(caps[unfrozen])) - level
+        if used.any():
+            step = min(step, float(np.min(left[used] / w[used])))
+        step = max(step, 0.0)
+        level += step
+        left -= step * w
+        sat = used & (left <= EPS * np.maximum(1.0, capacity))
+        now = unfrozen & ((caps - level <= EPS) | (m[:, sat].sum(axis=1) > 0))
+        if not now.any():
+            now = unfrozen.copy()
+        rate[now] = level
+        unfrozen &= ~now
+    return rate
+
+
+@dataclass
+class Outcome:
+    iteration_ms: dict      # job -> np.array of iteration times (start to next start), warm-up dropped
+    marks_per_iteration: dict
+    realignments_per_iteration: dict
+    simulated_ms: float
+
+
+
+
+class _State:
+    """One job's position in its iteration: ``mode`` wait | gap | comm | tail, ``left`` ms (or volume)."""
+
+    def __init__(self, job):
+        self.job, self.p = job, job.profile
+        self.order = sorted(range(len(self.p.phases)), key=lambda i: self.p.phases[i].start_ms)
+        self.k, self.pos, self.start, self.starts = 0, -1, 0.0, []
+        self.mode, self.left, self.phase = "wait", job.shift_ms, None
+        self.marks, self.realign = 0.0, 0
+
+    def start_iteration(self, now):
+        self.start = now
+        self.starts.append(now)
+        self.pos = -1
+        self.next_stage(now)
+
+    def next_stage(self, now):
+        p = self.p
+        self.pos += 1
+        if self.pos < len(self.order):
+            i = self.order[self.pos]
+            ph = p.phases[i]
+            prev_end = p.phases[self.order[self.pos - 1]].end_ms if self.pos else 0.0
+            self.mode, self.left, self.phase = "gap", max(0.0, ph.start_ms - prev_end), i
+            if self.left <= EPS:
+                self.mode, self.left = "comm", ph.gbps * ph.duration_ms
+        else:      # the tail, then the floor at the profile's iteration time
+            last = p.phases[self.order[-1]].end_ms if self.order else 0.0
+            self.mode = "tail"
+            self.left = max(p.iteration_ms - last, self.start + p.iteration_ms - now, 0.0)
+
+    def iterations(self, warmup):
+        d = np.diff(np.array(self.starts))
+        return d[warmup:] if len(d) > warmup else d
+
+
+def simulate(jobs, capacity, horizon_iterations=30, max_ms=120_000.0, warmup=2, marks_per_gbit=None):
+    """Run the component until every job started ``horizon_iterations`` + 1 iterations (or ``max_ms``)."""
+    mpg = MARKS_PER_GBIT if marks_per_gbit is None else marks_per_gbit
+    st = {j.name: _State(j) for j in jobs}
+    lag = {j.group: 0.0 for j in jobs if j.group is not None}
+    t = 0.0
+
+    def iteration_due(s, now):
+        """The previous iteration (or the initial shift) is over: start now, or wait for the group."""
+        j = s.job
+        if j.group is not None and s.starts:
+            late = now - (j.shift_ms + s.k * s.p.iteration_ms + lag[j.group])
+            if late > 0.5:
+                lag[j.group] += late
+                if late > 0.05 * s.p.iteration_ms:
+                    s.realign += 1
+            elif late < -EPS:
+                s.mode, s.left = "wait", -late
+                return
+        s.start_iteration(now)
+
+    names = list(st)
+    links = sorted({l for s in st.values() for pl in s.job.phase_links for l in pl})
+    col = {l: i for i, l in enumerate(links)}
+    cap_vec = np.array([capacity[l] for l in links], dtype=float)
+    row = {}
+    rows = []
+    for n in names:
+        s = st[n]
+        for i, pl in enumerate(s.job.phase_links):
+            v = np.zeros(len(links))
+            for l, mult in pl.items():
+                v[col[l]] = mult
+            row[(n, i)] = len(rows)
+            rows.append(v)
+    mat = np.array(rows) if rows else np.zeros((0, len(links)))
+    steps = 0
+    periods = sorted(s.p.iteration_ms for s in st.values())
+    # long enough for the median job's ``horizon_iterations`` (different periods slide against each
+    # other: this covers many relative phases) and for every job's warm-up and a few iterations
+    until_ms = horizon_iterations * periods[len(periods) // 2]
+    while t < max_ms and steps < 2_000_000 and not (
+            t >= until_ms and all(len(s.starts) > warmup + 3 for s in st.values())):
+        steps += 1
+        act = [n for n in names if st[n].mode == "comm"]
+        rates = {}
+        if act:
+            idx = [row[(n, st[n].phase)] for n in act]
+            m = mat[idx]
+            caps = np.array([st[n].p.phases[st[n].phase].gbps for n in act])
+            r = maxmin_matrix(m, caps, cap_vec)
+            rates = dict(zip(act, r))
+        dt = max_ms - t
+        for n, s in st.items():
+            if s.mode == "comm":
+                if rates[n] > EPS:
+                    dt = min(dt, s.left / rates[n])
+            else:
+                dt = min(dt, s.left)
+        dt = max(dt, 0.0)
+        if act and dt > 0:
+            over = (caps @ m) > cap_vec * (1 + 1e-6)
+            if over.any():
+                through = m[:, over].sum(axis=1)
+                for n, rr, th in zip(act, r, through):
+                    if th > 0:
+                        st[n].marks += rr * th * dt / 1000.0 * mpg
+        t += dt
+        for n, s in st.items():
+            s.left -= rates[n] * dt if s.mode == "comm" else dt
+        for s in st.values():
+            if s.left > 1e-9 * max(1.0, abs(dt)) and s.left > EPS:
+                continue
+            if s.mode == "wait":
+                if s.starts:
+                    s.start_iteration(t)
+                else:
+                    iteration_due(s, t)
+            elif s.mode == "gap":
+                ph = s.p.phases[s.phase]
+                s.mode, s.left = "comm", ph.gbps * ph.duration_ms
+            elif s.mode == "comm":
+                s.next_stage(t)
+            else:
+                s.k += 1
+                iteration_due(s, t)
+    out_it, out_marks, out_re = {}, {}, {}
+    for n, s in st.items():
+        its = s.iterations(warmup)
+        out_it[n] = its if len(its) else np.array([s.p.iteration_ms])
+        k = max(1, len(s.starts))
+        out_marks[n] = s.marks / k
+        out_re[n] = s.realign / k
+    return Outcome(out_it, out_marks, out_re, t)
