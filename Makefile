@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PYTHONWARNINGS := ignore
 
-.PHONY: setup demo test unit emulation bench clean
+.PHONY: setup demo test unit emulation bench clean reproduce nightly simulate-eval
 setup:
 	@bash scripts/setup.sh
 
@@ -13,6 +13,20 @@ demo: setup
 	$(PY) -m harness.cli run $(DEMO) --scheduler themis --out results/demo-themis
 	$(PY) -m harness.cli run $(DEMO) --scheduler themis+cassini --out results/demo-cassini
 	$(PY) -m harness.cli report results/demo-themis results/demo-cassini --out results/demo-report
+
+# CASSINI's evaluation in emulation (about 70 min on 2 cores); resumable: complete runs are kept
+reproduce: setup
+	$(PY) -m harness.cli reproduce experiments/sets/reproduction.yaml --out results/reproduction
+
+# the nightly tier: the reproduction set plus the network-sensitive comparison, with floors on the
+# headline ratios (experiments/sets/nightly.yaml); exit 1 when one falls below
+NIGHTLY_OUT ?= results/nightly-$(shell date +%Y%m%d)
+nightly: setup
+	$(PY) -m harness.cli reproduce experiments/sets/nightly.yaml --out $(NIGHTLY_OUT) --floors --quiet
+
+# network-sensitive scheduling at scale, in the simulator (no root)
+simulate-eval:
+	$(PY) -m harness.cli reproduce experiments/sets/netsens-sim.yaml --simulate --out results/netsens-sim
 
 test: setup
 	$(PY) -m pytest -q tests/unit tests/emulation
@@ -28,6 +42,7 @@ bench: setup
 	$(PY) bench/fabric_fidelity.py --rates 50 --telemetry-ms 0,1000,100,50
 	$(PY) bench/replay_accuracy.py
 	$(PY) bench/schedule_speed.py
+	$(PY) bench/sim_speed.py
 
 clean:
 	$(PY) -m harness.cli clean

@@ -178,17 +178,52 @@ def cmd_reproduce(args):
     from harness import sets
     from harness.runner import run
     st = sets.load_set(args.set)
-    if os.geteuid() != 0 and not args.report_only:
-        raise EnvError("reproduce runs experiments and needs root", "run it with sudo")
+    if os.geteuid() != 0 and not args.report_only and not args.simulate:
+        raise EnvError("reproduce runs experiments and needs root", "run it with sudo (or --simulate)")
     out = args.out or f"results/{st['name']}"
     if not args.report_only:
-        sets.execute(st, out, run, log, quiet=args.quiet)
-    md, floors = sets.write(st, out, check=args.floors)
+        sets.execute(st, out, sets.simulated_run if args.simulate else run, log, quiet=args.quiet)
+    md, floors = sets.write(st, out, check=args.floors, plots=not args.simulate)
     print(md)
     log(f"set {st['name']}: table in {out}/table.md, a report per spec under {out}/<spec>/report")
     if floors and not all(ok for _f, _g, ok in floors):
         log("below a floor: " + "; ".join(f"{f['spec']} {f['metric']} {g} < {f['min']}" for f, g, ok in floors if not ok))
         return 1
+    return 0
+
+
+def cmd_simulate(args):
+    from pathlib import Path
+
+    from harness import spec as spec_mod
+    from harness.runner import versions_light
+    from harness.schedulers.plan import ScheduleError
+    from harness.sim import simulate_spec
+    spec = spec_mod.load(args.spec, scheduler=args.scheduler)
+    if args.background is not None:
+        if not 0 <= args.background < 1:
+            raise UsageError(f"--background: {args.background} is not a fraction in [0, 1)")
+        spec.background = args.background
+    log(f"simulate {spec.name}: {spec.scheduler}, {len(spec.jobs)} jobs on {spec.topology.name} "
+        f"({len(spec.topology.hosts)} hosts), background load {spec.background:g}")
+    try:
+        summary = simulate_spec(spec, log=log)
+    except ScheduleError as exc:
+        raise UsageError(f"{args.spec}: {exc}")
+    summary["versions"] = versions_light()
+    t = summary["totals"]
+    log(f"done in {summary['simulator']['wall_s']} s: mean iteration {t['iteration_ms_mean']} ms, p99 "
+        f"{t['iteration_ms_p99']} ms, mean JCT {t['jct_s_mean']} s, makespan {t['makespan_s']} s, "
+        f"~{t['ecn_marks']} ECN marks (estimated)")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        import yaml
+        (out / "spec.yaml").write_text(yaml.safe_dump(spec.raw, sort_keys=False))
+        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+        log(f"written: {out}/summary.json")
+    if args.json:
+        print(json.dumps(summary, indent=2))
     return 0
 
 
@@ -254,11 +289,20 @@ def build_parser():
     p.add_argument("--out", help="where to write report.md/.html and plots")
     p.set_defaults(func=cmd_report)
 
+    p = sub.add_parser("simulate", help="the same experiment in the flow-level simulator (no root)")
+    p.add_argument("spec", help="experiment spec (YAML)")
+    p.add_argument("--scheduler", help="override the spec's scheduler (e.g. netsens, consolidate, themis+cassini)")
+    p.add_argument("--background", type=float, help="override background.load (fraction of every fabric link)")
+    p.add_argument("--out", help="also write spec.yaml and summary.json into this directory")
+    p.add_argument("--json", action="store_true", help="print summary.json")
+    p.set_defaults(func=cmd_simulate)
+
     p = sub.add_parser("reproduce", help="run a set of experiments (experiments/sets/*.yaml) and write one table")
     p.add_argument("set", help="set file (YAML)")
     p.add_argument("--out", help="directory of the set (default results/<set name>); complete runs in it are kept")
     p.add_argument("--floors", action="store_true", help="exit 1 when a ratio falls below the set's floors")
     p.add_argument("--report-only", action="store_true", help="do not run: only rebuild the reports and table")
+    p.add_argument("--simulate", action="store_true", help="run the set in the flow-level simulator (no root)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=cmd_reproduce)
 

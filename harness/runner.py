@@ -36,9 +36,22 @@ from harness.replay import COLUMNS as ITER_COLUMNS, Replayer
 from harness.schedulers.plan import groups, schedule
 from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, mono
 from topologies import by_name
+from topologies.base import with_background
 from workloads.profiles import dilate
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def versions_light():
+    """Versions of the Python side (no OVS probe): enough for simulated results."""
+    out = {"interleave": __version__, "python": platform.python_version(), "kernel": os.uname().release}
+    from importlib import metadata
+    for dist in ("numpy", "pandas", "networkx"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
 
 
 def versions():
@@ -96,6 +109,7 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
     D = spec.time_dilation
     link = spec.link if D == 1 else LinkParams.scaled(spec.link.rate_mbps / D, mtu=spec.link.mtu)
     topo = spec.topology if D == 1 else by_name(spec.topology.name, link=link, **spec.topology.params)
+    topo = with_background(topo, spec.background)
     out_dir = Path(out_dir)
     work = out_dir.with_name(out_dir.name + ".partial")
     if out_dir.exists():
@@ -284,7 +298,7 @@ def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_s
             "iteration_ms_mean": round(float(np.mean(steady)), 2) if len(steady) else None,
             "iteration_ms_p99": round(float(np.percentile(steady, 99)), 2) if len(steady) else None,
             "iteration_ms_profile": j["iteration_ms"],
-            "jct_s": round(float(w0.end.max() - started.get(name, {}).get("at", 0) / D), 3) if len(w0) else None,
+            "jct_s": round(float(w0.end.max() - j.get("arrival_s", 0.0)), 3) if len(w0) else None,
             "ecn_marks": int(marks), "ecn_marks_source": "receivers (IpExtInCEPkts of the job's hosts)",
             "ecn_marks_per_iteration": round(marks / n, 3),
             "time_shift_ms": j["time_shift_ms"], "shift_error_ms_p50": round(float(np.median(err)), 2) if len(err) else None,
@@ -293,6 +307,7 @@ def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_s
         if len(steady) and min(steady) > 1.05 * j["iteration_ms"]:
             notes.append(f"job {name}: even its fastest iteration took {min(steady):.0f} ms, over 5 % above the "
                          f"profile's {j['iteration_ms']:g} ms (emulator slip or permanent congestion)")
+    jcts = [v["jct_s"] for v in jobs.values() if v["jct_s"] is not None]
     if cpu_idle_share < 0.05:
         notes.append(f"host CPU saturated: {cpu_idle_share:.0%} idle during the run")
     rates = {did: l.params.rate_bps * D for l in topo.links for did, *_ in l.directions()}
@@ -310,7 +325,12 @@ def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_s
                    "ecn_marks": int(sum(v["ecn_marks"] for v in jobs.values())),
                    # iteration time / the profile's: comparable across models (a trace mixes 58 ms and 3 s)
                    "slowdown_mean": round(float(np.mean(all_slow)), 4) if all_slow else None,
-                   "slowdown_p99": round(float(np.percentile(all_slow, 99)), 4) if all_slow else None},
+                   "slowdown_p99": round(float(np.percentile(all_slow, 99)), 4) if all_slow else None,
+                   "jct_s_mean": round(float(np.mean(jcts)), 3) if jcts else None,
+                   "makespan_s": round(float(iters.end.max()), 3) if len(iters) else None,
+                   "communication_overhead_s": round(sum((v["iteration_ms_mean"] - v["iteration_ms_profile"]) *
+                                                         v["iterations"] for v in jobs.values()
+                                                         if v["iteration_ms_mean"] is not None) / 1000, 3)},
         "fidelity": {"ok": not notes, "notes": notes, "cpu_idle_share": round(cpu_idle_share, 3),
                      "max_link_utilization_1s": round(peak, 3)},
     }

@@ -13,7 +13,10 @@ floors that ``make nightly`` holds the headline ratios to::
 Layout of DIR: ``<spec name>/<scheduler>-r<r>/`` (results directories; a complete one is reused, so
 an interrupted set resumes where it stopped), ``<spec name>/report/`` (``interleave report`` of the
 spec's runs), and ``table.md`` / ``table.json``: per spec and scheduler the mean over repeats, and
-the ratios of each ``X+cassini`` over its base ``X``. Ratios are of means over repeats.
+the ratios of each ``X+cassini`` over its base ``X`` and of every other scheduler over the first
+one listed. Ratios are of means over repeats. A run entry may set ``background`` (load of every
+fabric link, simulator only) and ``label`` (its directory and row name; default the spec's name).
+``--simulate`` runs the set in harness.sim instead of the emulator (no root).
 Exit status 1 when ``--floors`` is given and a ratio falls below its floor.
 """
 import json
@@ -25,7 +28,8 @@ import yaml
 from harness import spec as spec_mod
 from harness.errors import UsageError
 
-METRICS = ("iteration_ms_mean", "iteration_ms_p99", "slowdown_mean", "slowdown_p99", "ecn_marks")
+METRICS = ("iteration_ms_mean", "iteration_ms_p99", "slowdown_mean", "slowdown_p99", "ecn_marks",
+           "jct_s_mean", "makespan_s", "communication_overhead_s")
 
 
 def load_set(path):
@@ -49,8 +53,11 @@ def load_set(path):
         if not sp.is_absolute():
             sp = path.parent / sp
         specs = [spec_mod.load(sp, scheduler=s) for s in r["schedulers"]]   # validated before anything runs
-        runs.append({"spec_path": sp, "name": specs[0].name, "schedulers": list(r["schedulers"]),
-                     "seed": specs[0].seed, "repeats": int(r.get("repeats", repeats))})
+        bg = r.get("background")
+        if bg is not None and not (isinstance(bg, (int, float)) and 0 <= bg < 1):
+            raise UsageError(f"{path}: key runs[{i}].background: value {bg!r} is not a fraction in [0, 1)")
+        runs.append({"spec_path": sp, "name": r.get("label", specs[0].name), "schedulers": list(r["schedulers"]),
+                     "seed": specs[0].seed, "repeats": int(r.get("repeats", repeats)), "background": bg})
     names = {r["name"] for r in runs}
     floors = raw.get("floors") or []
     for i, f in enumerate(floors):
@@ -76,6 +83,8 @@ def execute(st, out, run, log, quiet=False):
             continue
         log(f"[{n}/{len(todo)}] {r['name']} with {s}, repeat {k} (seed {r['seed'] + k}) -> {d}")
         spec = spec_mod.load(r["spec_path"], scheduler=s, seed=r["seed"] + k)
+        if r.get("background") is not None:
+            spec.background = float(r["background"])
         d.parent.mkdir(parents=True, exist_ok=True)
         run(spec, d, quiet=quiet, log=log)
 
@@ -100,8 +109,8 @@ def aggregate(st, out):
             row["per_run"] = {m: [x["totals"].get(m) for x in sums] for m in METRICS}
             entry["schedulers"][s] = row
         for s in r["schedulers"]:
-            if s.endswith("+cassini") and s[:-len("+cassini")] in entry["schedulers"] and s in entry["schedulers"]:
-                b = s[:-len("+cassini")]
+            b = s[:-len("+cassini")] if s.endswith("+cassini") else r["schedulers"][0]
+            if b != s and b in entry["schedulers"] and s in entry["schedulers"]:
                 entry["ratios"][f"{b} vs {s}"] = {m: ratio(entry["schedulers"][b][m], entry["schedulers"][s][m])
                                                   for m in METRICS}
         table[r["name"]] = entry
@@ -134,19 +143,22 @@ def check_floors(st, table):
 def markdown(st, table, floors=None):
     lines = [f"# {st['name']}: mean over repeats", "",
              "| spec | scheduler | runs (fidelity ok) | mean iteration | p99 iteration | slowdown mean | "
-             "slowdown p99 | ECN marks |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "slowdown p99 | ECN marks | mean JCT | makespan | comm. overhead |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, e in table.items():
         for s, row in e["schedulers"].items():
             lines.append(f"| {name} | {s} | {row['runs']} ({row['fidelity_ok']}) | {row['iteration_ms_mean']} ms | "
                          f"{row['iteration_ms_p99']} ms | {row['slowdown_mean']} | {row['slowdown_p99']} | "
-                         f"{row['ecn_marks']} |")
-    lines += ["", "## Ratios (base / with CASSINI; > 1: CASSINI better)", "",
-              "| spec | comparison | mean | p99 | slowdown mean | slowdown p99 | ECN marks |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+                         f"{row['ecn_marks']} | {row['jct_s_mean']} s | {row['makespan_s']} s | "
+                         f"{row['communication_overhead_s']} s |")
+    lines += ["", "## Ratios (first / second; > 1: the second is better)", "",
+              "| spec | comparison | mean | p99 | slowdown mean | slowdown p99 | ECN marks | mean JCT | makespan | "
+              "comm. overhead |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, e in table.items():
         for key, rt in e["ratios"].items():
             lines.append(f"| {name} | {key} | {rt['iteration_ms_mean']}x | {rt['iteration_ms_p99']}x | "
-                         f"{rt['slowdown_mean']}x | {rt['slowdown_p99']}x | {rt['ecn_marks']}x |")
+                         f"{rt['slowdown_mean']}x | {rt['slowdown_p99']}x | {rt['ecn_marks']}x | "
+                         f"{rt['jct_s_mean']}x | {rt['makespan_s']}x | {rt['communication_overhead_s']}x |")
     if floors:
         lines += ["", "## Floors", "", "| spec | comparison | metric | floor | measured | |", "| --- | --- | --- | --- | --- | --- |"]
         for f, got, ok in floors:
@@ -155,7 +167,21 @@ def markdown(st, table, floors=None):
     return "\n".join(lines) + "\n"
 
 
-def write(st, out, check=False):
+def simulated_run(spec, d, quiet=False, log=None):
+    """``execute``'s ``run`` for ``--simulate``: the spec in harness.sim, summary.json in ``d``."""
+    from harness.sim import simulate_spec
+    d = Path(d)
+    work = d.with_name(d.name + ".partial")
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "spec.yaml").write_text(yaml.safe_dump(spec.raw, sort_keys=False))
+    summary = simulate_spec(spec)
+    summary["background_load"] = spec.background
+    (work / "summary.json").write_text(json.dumps(summary, indent=2))
+    work.rename(d)
+    return summary
+
+
+def write(st, out, check=False, plots=True):
     """Reports per spec, table.md/.json; returns (markdown, floors results)."""
     from harness.report import report
     out = Path(out)
@@ -163,7 +189,7 @@ def write(st, out, check=False):
     for r in st["runs"]:
         dirs = [run_dir(out, r["name"], s, k) for k in range(r["repeats"]) for s in r["schedulers"]]
         dirs = [d for d in dirs if (d / "summary.json").exists()]
-        if dirs:
+        if dirs and plots:
             report(dirs, out / r["name"] / "report")
     table = aggregate(st, out)
     floors = check_floors(st, table) if check else None

@@ -121,3 +121,17 @@ class Topology:
             "links": [{"id": k.id, "a": k.a, "b": k.b, "a_port": k.a_port, "b_port": k.b_port,
                        **k.params.to_dict()} for k in self.links],
         }
+
+
+def with_background(topo, load):
+    """A copy of ``topo`` whose switch-to-switch links keep ``1 - load`` of their rate: constant
+    background traffic as the capacity it takes (the congested condition of harness.sim's
+    ``background``; in the emulator those links are shaped lower). Host links are unchanged."""
+    import copy
+    from dataclasses import replace
+    if not load:
+        return topo
+    out = copy.copy(topo)
+    out.links = [replace(l, params=LinkParams.scaled(l.params.rate_mbps * (1 - load), mtu=l.params.mtu))
+                 if l.a in topo.switches and l.b in topo.switches else l for l in topo.links]
+    return out

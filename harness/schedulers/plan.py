@@ -133,9 +133,52 @@ class EpochPolicy:
         self.shifts.pop(name, None)
 
 
+def plan_from_simulation(spec, routes):
+    """The plan of a policy that decides in time (netsens's delay timers, consolidate): run the
+    trace in the simulator and take its placements and start times. The emulator then starts each
+    job at that time or when its hosts are free. Preemption is simulated only: the emulator's
+    agents cannot checkpoint, so the plan for ``run`` is made with preemption off (noted)."""
+    import copy
+    from harness.sim.engine import Simulator
+    notes = []
+    if spec.base == "netsens" and spec.netsens["preemption"]:
+        spec = copy.copy(spec)
+        spec.netsens = {**spec.netsens, "preemption": False}
+        notes.append("netsens preemption is simulated only (harness.sim): this emulated plan has it off")
+    sim = Simulator(spec, routes=routes)
+    summary = sim.run()
+    jobs_out = []
+    for j in spec.jobs:
+        js = summary["jobs"][j.name]
+        seg = js["segments"][0]
+        prof = spec.profiles[j.model]
+        jobs_out.append({"name": j.name, "model": j.model, "hosts": seg["hosts"], "time_shift_ms": 0.0,
+                         "iteration_ms": prof.iteration_ms, "iterations": j.iterations, "arrival_s": j.arrival_s,
+                         "placed_at_s": seg["start_s"], "finish_est_s": round(j.arrival_s + js["jct_s"], 3),
+                         "alone": False, "queue_est_s": js["queue_s"]})
+    epochs = [{**e, "links": [], "score": 1.0} for e in sim.epochs]
+    policy = sim.policy
+    params = {"netsens": {**spec.netsens, "timers": getattr(policy, "timers", None)}} if spec.base == "netsens" else {}
+    if getattr(policy, "tuning", None):
+        params["netsens"]["tuning"] = policy.tuning
+    if spec.base == "netsens":
+        params["sensitivity"] = {n: round(v, 4) for n, v in policy.sens.items()}
+        params["class"] = dict(policy.cls)
+    return {
+        "scheduler": spec.scheduler, "spec": spec.name, "seed": spec.seed,
+        "topology": spec.topology.summary(), "reference_gbps": spec.reference_gbps,
+        "jobs": jobs_out, "links": [], "affinity_graph": {"loop_free": None},
+        "candidates_considered": 1, "epochs": epochs, "params": params, "notes": notes,
+        "predicted": {k: summary["totals"][k] for k in ("iteration_ms_mean", "jct_s_mean", "makespan_s")},
+        "routes": "computed by harness.routing (deterministic least-loaded ECMP); pinned by the runner",
+    }
+
+
 def schedule(spec, routes=None):
     topo = spec.topology
     routes = routes or compute_routes(topo)
+    if spec.base in ("netsens", "consolidate"):
+        return plan_from_simulation(spec, routes)
     policy = EpochPolicy(spec, routes)
     profiles_of = policy.profiles_of
     pending = sorted(spec.jobs, key=lambda j: (j.arrival_s, spec.jobs.index(j)))

@@ -112,6 +112,7 @@ class Simulator:
         self.cache, self._links_cache, self._squeeze_cache = {}, {}, {}
         self.fluid_runs = 0
         self.align_min = spec.cassini.get("align_min_score", 0.9)
+        self.restart_s = float(spec.netsens.get("restart_s", 0.0))   # checkpoint restore of a preempted job
 
     # ---- the iteration-time model -------------------------------------------------------------
     def _simjob(self, r, group):
@@ -252,9 +253,8 @@ class Simulator:
                 epoch_links = d.epoch.get("links", [])
             self.recompute(running, epoch_links)
         wall = time.perf_counter() - wall0
+        self.epochs = epochs
         return self._summary(acc, finished, first_place, queue_s, segments, epochs, wall)
-
-    restart_s = 0.0
 
     def _advance(self, running, acc, t0, t1):
         for n, r in running.items():

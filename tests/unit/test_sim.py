@@ -1,0 +1,147 @@
+"""The simulator: fluid model against hand-computed cases, the engine's bookkeeping, netsens."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from harness import spec as spec_mod
+from harness.maxmin import maxmin_rates
+from harness.schedulers import netsens
+from harness.schedulers.tuner import tune
+from harness.sim import simulate_spec
+from harness.sim.fluid import SimJob, maxmin_matrix, simulate
+from workloads.profiles import Phase, Profile, builtins
+
+
+def prof(name, it, phases, pattern="ring_allreduce"):
+    return Profile(name, "data", it, tuple(Phase(s, d, g, pattern) for s, d, g in phases))
+
+
+def job(name, p, links, shift=0.0, group=None):
+    return SimJob(name, p, ["x", "y"], shift, group, [dict(links) for _ in p.phases])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abcd"), min_size=1, max_size=3, unique=True), min_size=1, max_size=6),
+       st.lists(st.floats(1, 100), min_size=4, max_size=4))
+def test_matrix_maxmin_equals_progressive_filling(flows, caps):
+    links = list("abcd")
+    capacity = dict(zip(links, caps))
+    m = np.array([[1.0 if l in f else 0.0 for l in links] for f in flows])
+    got = maxmin_matrix(m, np.full(len(flows), np.inf), np.array(caps))
+    want = maxmin_rates({i: f for i, f in enumerate(flows)}, capacity)
+    assert got == pytest.approx([want[i] for i in range(len(flows))], rel=1e-6)
+
+
+def test_matrix_maxmin_respects_caps_and_multiplicity():
+    # flow 0 crosses link a twice (two of its transfers), capped at 50; flow 1 once, cap 10
+    r = maxmin_matrix(np.array([[2.0], [1.0]]), np.array([50.0, 10.0]), np.array([100.0]))
+    assert r == pytest.approx([45.0, 10.0])
+
+
+def test_alone_a_job_runs_at_its_profile():
+    p = prof("p", 100, [(40, 30, 50)])
+    out = simulate([job("a", p, {"l": 1})], {"l": 50.0})
+    assert np.mean(out.iteration_ms["a"]) == pytest.approx(100.0)
+    assert out.marks_per_iteration["a"] == 0
+
+
+def test_two_jobs_colliding_share_the_link():
+    # both communicate 50 Gbit/s for 50 ms of a 100 ms iteration, starting together: sharing, each
+    # phase takes 100 ms; iteration = 50 compute + 100 comm = 150 ms (hand computed)
+    p = prof("p", 100, [(50, 50, 50)])
+    out = simulate([job("a", p, {"l": 1}), job("b", p, {"l": 1})], {"l": 50.0})
+    assert np.mean(out.iteration_ms["a"]) == pytest.approx(150.0, rel=1e-6)
+    assert out.marks_per_iteration["a"] > 0
+
+
+def test_shifted_jobs_in_a_group_interleave():
+    p = prof("p", 100, [(50, 50, 50)])
+    out = simulate([job("a", p, {"l": 1}, 0.0, "g"), job("b", p, {"l": 1}, 50.0, "g")], {"l": 50.0})
+    assert np.mean(out.iteration_ms["a"]) == pytest.approx(100.0)
+    assert np.mean(out.iteration_ms["b"]) == pytest.approx(100.0)
+    assert out.marks_per_iteration["a"] == 0
+
+
+def test_demo_spec_matches_the_papers_direction():
+    themis = simulate_spec(spec_mod.load("experiments/demo.yaml", scheduler="themis"))
+    cassini = simulate_spec(spec_mod.load("experiments/demo.yaml", scheduler="themis+cassini"))
+    assert cassini["totals"]["iteration_ms_mean"] == pytest.approx(298.0)
+    # VGG19: Up 149 of 298 ms at the full rate; together the overlap is shared: 355 ms (fluid model)
+    assert themis["totals"]["iteration_ms_mean"] == pytest.approx(355.1, abs=0.5)
+    assert themis["jobs"]["vgg19-a"]["iterations"] == 100
+    assert themis["totals"]["jct_s_mean"] == pytest.approx(100 * 0.3551, rel=1e-3)
+
+
+def spec_with(jobs, scheduler, **extra):
+    raw = {"name": "t", "topology": {"name": "fattree"}, "jobs": jobs, "scheduler": scheduler, **extra}
+    return spec_mod.from_mapping(raw)
+
+
+def test_netsens_classes_and_levels():
+    b = builtins()
+    # VGG19: 119 of 298 ms at 37 Gbit/s; half of 50 Gbit/s left: that phase takes 119 x 37 / 25 ms
+    assert netsens.sensitivity(b["vgg19"], 0.5) == pytest.approx((179 + 119 * 37 / 25) / 298)
+    assert netsens.classify(netsens.sensitivity(b["roberta"], 0.5), [1.15, 1.25]) == "high"
+    assert netsens.classify(netsens.sensitivity(b["dlrm"], 0.5), [1.15, 1.25]) == "low"
+    assert netsens.sensitivity(b["resnet50"], 0.0) == 1.0
+    lay = netsens.Layout(spec_with([{"name": "a", "model": "vgg19", "workers": 2}], "netsens").topology)
+    assert lay.rack_size == 3 and lay.pod_size == 6
+    assert lay.level(["h1", "h2"]) == 0 and lay.level(["h1", "h4"]) == 1 and lay.level(["h1", "h13"]) == 2
+    free = ["h1", "h4", "h5", "h6", "h7"]
+    assert lay.pick(2, free, 0) == ["h4", "h5"]            # the only rack with room
+    assert lay.pick(2, free, 1, fragments_first=True) == ["h1", "h4"]   # leaves rack h4-h6 mostly whole
+
+
+def test_delay_scheduling_waits_then_relaxes():
+    # 20 hosts busy with a long low-sensitivity job leave one free host per rack pair...; simpler:
+    # a sensitive 3-worker job arrives when no rack has 3 free hosts: it waits its rack timer, then
+    # takes a pod placement. The insensitive blocker (resnet50) is placed first.
+    jobs = [{"name": "blocker", "model": "dlrm", "workers": 22, "iterations": 10000},
+            {"name": "sens", "model": "roberta", "workers": 2, "iterations": 50, "arrival_s": 1}]
+    s = spec_with(jobs, "netsens", background={"load": 0.5},
+                  netsens={"timers": {"high": [30, 30]}, "preemption": False})
+    out = simulate_spec(s)
+    j = out["jobs"]["sens"]
+    assert j["queue_s"] == pytest.approx(0.0)   # 2 free hosts in one rack: it fits at once, level 0
+    jobs[1]["workers"] = 3                        # needs a whole rack: none free; waits 30 s, then pod/any
+    out = simulate_spec(spec_with(jobs, "netsens", background={"load": 0.5},
+                                  netsens={"timers": {"high": [30, 30]}, "preemption": False}))
+    assert out["jobs"]["sens"]["queue_s"] > 0
+
+
+def test_preemption_frees_a_rack_for_a_sensitive_job_and_costs_a_restart():
+    jobs = [{"name": f"low{i}", "model": "dlrm", "workers": 3, "iterations": 5000} for i in range(8)]
+    jobs.append({"name": "sens", "model": "roberta", "workers": 3, "iterations": 100, "arrival_s": 200})
+    cfg = {"timers": {"high": [10, 10]}, "preemption": True, "restart_s": 30, "min_run_s": 60}
+    out = simulate_spec(spec_with(jobs, "netsens", background={"load": 0.5}, netsens=cfg))
+    assert out["totals"]["preemptions"] == 1
+    victim = next(n for n, j in out["jobs"].items() if j["preemptions"])
+    assert out["jobs"][victim]["iterations"] == 5000          # progress kept across the restart
+    assert out["jobs"]["sens"]["queue_s"] == pytest.approx(10.0, abs=0.01)
+    # the victim's JCT: its work (5000 x 150 ms) + the sensitive job's run (100 x 210 ms: every host
+    # is busy) + the 30 s restart
+    assert out["jobs"][victim]["jct_s"] == pytest.approx(5000 * 0.150 + 100 * 0.210 + 30, abs=0.5)
+    cfg["preemption"] = False
+    out2 = simulate_spec(spec_with(jobs, "netsens", background={"load": 0.5}, netsens=cfg))
+    assert out2["totals"]["preemptions"] == 0
+    assert out2["jobs"]["sens"]["queue_s"] > out["jobs"]["sens"]["queue_s"]
+
+
+def test_tuner_reports_every_candidate_and_picks_the_best():
+    jobs = [{"name": f"j{i}", "model": m, "workers": 3, "iterations": 100, "arrival_s": 5 * i}
+            for i, m in enumerate(["vgg19", "resnet50", "vgg16", "bert", "resnet50", "vgg19", "gpt2", "vgg11"])]
+    s = spec_with(jobs, "netsens", background={"load": 0.5})
+    res = tune(s, grid_high=(0.0, 60.0), grid_medium=(0.0,))
+    assert len(res["tried"]) == 2
+    assert res["chosen"] == min(res["tried"], key=lambda r: r["jct_mean"])["timers"]
+
+
+@pytest.mark.parametrize("bad,msg", [
+    ({"netsens": {"timers": {"high": [1]}}}, "netsens.timers.high"),
+    ({"netsens": {"bogus": 1}}, "netsens.bogus"),
+    ({"netsens": {"thresholds": [2, 1]}}, "netsens.thresholds"),
+    ({"background": {"load": 1.2}}, "background.load"),
+])
+def test_bad_netsens_keys_name_the_key(bad, msg):
+    with pytest.raises(spec_mod.SpecError, match=msg.replace(".", r"\.")):
+        spec_with([{"name": "a", "model": "vgg19", "workers": 2}], "netsens", **bad)
