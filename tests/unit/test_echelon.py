@@ -1,0 +1,74 @@
+"""EchelonFlow arrangement functions against hand-computed pipelines, and the metric."""
+import pytest
+
+from workloads import echelon
+
+
+def offsets(e):
+    return {f.name: d for f, d in zip(e.flows, e.d)}
+
+
+def test_gpipe_4_stages_8_microbatches():
+    # forward 1 ms, backward 2 ms per micro-batch and stage. Stage s runs F(m) at s + m (ms);
+    # the last forward ends at 3 + 7 + 1 = 11 ms; backwards in reverse order: stage 3 runs B(m) at
+    # 11 + 2 (7 - m), stage s at 11 + 2 (3 - s) + 2 (7 - m). The reference is act:0:0 (needed at 1 ms).
+    e = echelon.pipeline("g", 4, 8, fwd_ms=1, bwd_ms=2, act_bytes=1e6, schedule="gpipe")
+    d = offsets(e)
+    assert len(e.flows) == 3 * 8 * 2
+    for s in range(3):
+        for m in range(8):
+            assert d[f"act:{s}:{m}"] * 1000 == pytest.approx(s + m)
+            assert d[f"grad:{s + 1}:{m}"] * 1000 == pytest.approx(11 + 2 * (3 - s - 1) + 2 * (7 - m) + 2 - 1)
+    assert not e.is_coflow
+    # step time with every flow arriving at its ideal time (no communication): 11 + 2 x (3 + 8) = 33 ms
+    assert echelon.step_time(e, {}) * 1000 == pytest.approx(11 + 2 * 8 + 2 * 3)
+
+
+def test_1f1b_4_stages_8_microbatches():
+    # 1F1B, forward 1 ms, backward 2 ms. Stage 3 (last, no warm-up) runs F0 B0 F1 B1 ...: F(3,0) at
+    # 3, B(3,0) at 4, F(3,1) at 6 (its input F(2,1) ended at 4; stage busy until 6), ...
+    e = echelon.pipeline("p", 4, 8, fwd_ms=1, bwd_ms=2, act_bytes=1e6, schedule="1f1b")
+    start, _ = echelon.timeline(e.ops, e.order)
+    ms = {k: round(v * 1000, 6) for k, v in start.items()}
+    assert [ms[f"F:0:{m}"] for m in range(3)] == [0, 1, 2]        # 3 warm-up forwards on stage 0
+    assert ms["F:3:0"] == 3 and ms["B:3:0"] == 4 and ms["F:3:1"] == 6 and ms["B:3:1"] == 7
+    assert ms["B:2:0"] == 6                                       # gradient of B(3,0) ended at 6
+    d = offsets(e)
+    assert d["act:2:1"] * 1000 == pytest.approx(ms["F:3:1"] - 1)   # consumed by F(3,1); reference at 1 ms
+    assert d["grad:3:0"] * 1000 == pytest.approx(ms["B:2:0"] - 1)
+    # 1F1B keeps fewer micro-batches in flight and ends no later than GPipe here
+    g = echelon.pipeline("g", 4, 8, fwd_ms=1, bwd_ms=2, act_bytes=1e6, schedule="gpipe")
+    assert echelon.step_time(e, {}) <= echelon.step_time(g, {})
+
+
+def test_tensor_parallel_offsets_follow_layer_compute():
+    e = echelon.tensor_parallel("t", layers=4, layer_ms=5, allreduce_bytes=2e6, ranks=2)
+    d = offsets(e)
+    assert [d[f"ar:{l}:0"] * 1000 for l in range(3)] == pytest.approx([0, 5, 10])
+    assert d["ar:1:0"] == d["ar:1:1"]          # the flows of one all-reduce share a slot
+
+
+def test_data_parallel_is_a_coflow():
+    e = echelon.data_parallel("d", buckets=4, bucket_bytes=1e6, ranks=4)
+    assert e.is_coflow and len(e.flows) == 16
+
+
+def test_ect_metric_on_crafted_finish_times():
+    d = [0.0, 0.010, 0.020]
+    assert echelon.ect([0.005, 0.015, 0.025], d) == pytest.approx(0.005)     # every flow 5 ms after its slot
+    assert echelon.ect([0.005, 0.015, 0.040], d) == pytest.approx(0.020)     # the last one 20 ms late
+    assert echelon.ect([0.030, 0.030, 0.030], d) == pytest.approx(0.030)     # all together: the first is late
+    assert echelon.coflow_completion([0.030, 0.030, 0.030]) == 0.030
+    assert echelon.ect([0.0, 0.0], [0.0, 0.0]) == echelon.coflow_completion([0.0, 0.0])   # d = 0: a coflow
+
+
+def test_late_arrival_delays_the_consumer():
+    e = echelon.pipeline("g", 2, 2, fwd_ms=10, bwd_ms=10, act_bytes=1e6, schedule="gpipe")
+    base = echelon.step_time(e, {})
+    # act:0:0 is needed at 10 ms; arriving at 25 ms shifts stage 1's work by 15 ms
+    assert echelon.step_time(e, {"act:0:0": 0.025}) == pytest.approx(base + 0.015)
+
+
+def test_bad_offsets_are_refused():
+    with pytest.raises(ValueError):
+        echelon.EchelonFlow("x", 0, [echelon.Flow("a", 0, 1, 1.0)], [0.0, 1.0])
