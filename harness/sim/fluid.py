@@ -64,6 +64,9 @@ def maxmin_matrix(m, caps, capacity):
     while unfrozen.any():
         w = m[unfrozen].sum(axis=0)
         used = w > 0
+        if not used.any():          # the rest cross no link: each at its cap
+            rate[unfrozen] = caps[unfrozen]
+            break
         step = float(np.min(caps[unfrozen])) - level
         if used.any():
             step = min(step, float(np.min(left[used] / w[used])))

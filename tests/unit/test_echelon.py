@@ -1,4 +1,6 @@
 """EchelonFlow arrangement functions against hand-computed pipelines, and the metric."""
+from pathlib import Path
+
 import pytest
 
 from workloads import echelon
@@ -72,3 +74,35 @@ def test_late_arrival_delays_the_consumer():
 def test_bad_offsets_are_refused():
     with pytest.raises(ValueError):
         echelon.EchelonFlow("x", 0, [echelon.Flow("a", 0, 1, 1.0)], [0.0, 1.0])
+
+
+def two_pipelines(policy, schedule="gpipe"):
+    from harness import spec as spec_mod
+    from harness.routing import compute_routes
+    from harness.sim.flows import JobStep, simulate_steps
+    sp = spec_mod.load(str(Path(__file__).resolve().parents[2] / "experiments/demo.yaml"))
+    routes = compute_routes(sp.topology)
+    cap = {d: 50.0 for link in sp.topology.links for d, *_ in link.directions()}
+    steps = [JobStep(n, echelon.pipeline(n, 4, 8, 10, 20, 40e6, schedule=schedule), hosts)
+             for n, hosts in (("a", ["h1", "h7", "h13", "h19"]), ("b", ["h2", "h8", "h14", "h20"]))]
+    return simulate_steps(steps, routes, cap, policy)
+
+
+def test_alone_every_policy_meets_the_ideal_when_links_are_fast():
+    from harness import spec as spec_mod
+    from harness.routing import compute_routes
+    from harness.sim.flows import JobStep, simulate_steps
+    sp = spec_mod.load(str(Path(__file__).resolve().parents[2] / "experiments/demo.yaml"))
+    routes = compute_routes(sp.topology)
+    cap = {d: 1e6 for link in sp.topology.links for d, *_ in link.directions()}
+    e = echelon.pipeline("a", 4, 8, 10, 20, 40e6)
+    for pol in ("fair", "coflow", "echelon"):
+        out = simulate_steps([JobStep("a", e, ["h1", "h7", "h13", "h19"])], routes, cap, pol)["a"]
+        assert out["step_s"] == pytest.approx(echelon.step_time(e, {}), abs=1e-3)
+        assert out["ect_s"] == pytest.approx(0.010, abs=1e-3)        # every flow at its slot (the first at 10 ms)
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_echelon_pacing_beats_fair_and_coflow_for_sharing_pipelines(schedule):
+    mean = {p: sum(v["step_s"] for v in two_pipelines(p, schedule).values()) / 2 for p in ("fair", "coflow", "echelon")}
+    assert mean["echelon"] < mean["fair"] and mean["echelon"] < mean["coflow"], mean
