@@ -55,16 +55,27 @@ def tables(runs):
             out.append(f"| {label(r)} | {ratio(base['iteration_ms_mean'], t['iteration_ms_mean'])}x | "
                        f"{ratio(base['iteration_ms_p99'], t['iteration_ms_p99'])}x | {marks}x |")
         out.append("")
-    out += ["## Per job", "", "| run | job | model | iterations | mean | p99 | profile | JCT | marks / iteration | "
-            "shift planned | shift error p50 | re-alignments / min |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out += ["## Per job", "", "| run | job | model | iterations | mean | p99 | profile | communication (mean) | JCT | "
+            "marks / iteration | shift planned | shift error p50 | re-alignments / min |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in runs:
         for name, j in r["summary"]["jobs"].items():
+            comm = comm_ms_mean(r["iters"], name)
             out.append(f"| {label(r)} | {name} | {j['model']} | {j['iterations']} | {j['iteration_ms_mean']} ms | "
-                       f"{j['iteration_ms_p99']} ms | {j['iteration_ms_profile']:g} ms | {j['jct_s']} s | "
+                       f"{j['iteration_ms_p99']} ms | {j['iteration_ms_profile']:g} ms | "
+                       f"{'-' if comm is None else f'{comm:.1f} ms'} | {j['jct_s']} s | "
                        f"{j['ecn_marks_per_iteration']} | {j['time_shift_ms']:g} ms | {j['shift_error_ms_p50']} ms | "
                        f"{j['realignments_per_minute']} |")
     return out
+
+
+def comm_ms_mean(iters, job):
+    """Mean communication time of a job's iterations (leader: first phase start to last phase end,
+    first iteration excluded): CASSINI's Table 2 compares this, not iteration times."""
+    w0 = iters[(iters.job == job) & (iters.worker == 0)].sort_values("iteration")
+    if len(w0) < 2 or w0.comm_start.isna().all():
+        return None
+    return float(((w0.comm_end - w0.comm_start).iloc[1:]).mean() * 1000)
 
 
 def plot_cdf(runs, out):

@@ -175,6 +175,11 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
                                                   "first_slot": first}
                             pending.remove(j)
                     rp.check()
+                    if fab.controller is not None and fab.controller.poll() is not None:
+                        log_copy = work / "controller.log"
+                        shutil.copy(fab.state_dir / "controller.log", log_copy)
+                        raise InterleaveError(f"the controller died mid-run (exit {fab.controller.returncode}): "
+                                              f"routes and telemetry are gone; its log: {log_copy}")
                     for (name, w), p in list(rp.procs.items()):
                         if name not in finished and all(rp.procs[(name, k)].poll() is not None
                                                         for k in range(len(started[name]["hosts"]))):

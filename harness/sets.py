@@ -104,6 +104,7 @@ def aggregate(st, out):
             if not sums:
                 continue
             row = {m: _mean([x["totals"].get(m) for x in sums]) for m in METRICS}
+            row["jobs"] = per_job(out, r["name"], s, r["repeats"], sums)
             row["runs"] = len(sums)
             row["fidelity_ok"] = sum(1 for x in sums if x["fidelity"]["ok"])
             row["per_run"] = {m: [x["totals"].get(m) for x in sums] for m in METRICS}
@@ -115,6 +116,26 @@ def aggregate(st, out):
                                                   for m in METRICS}
         table[r["name"]] = entry
     return table
+
+
+def per_job(out, name, scheduler, repeats, sums):
+    """{job: {model, iteration_ms, comm_ms}} averaged over repeats (comm from iterations.csv)."""
+    import pandas as pd
+    from harness.report import comm_ms_mean
+    acc = {}
+    for k in range(repeats):
+        d = run_dir(out, name, scheduler, k)
+        if not (d / "summary.json").exists():
+            continue
+        summ = json.loads((d / "summary.json").read_text())
+        it = pd.read_csv(d / "iterations.csv") if (d / "iterations.csv").exists() else None
+        for job, j in summ["jobs"].items():
+            a = acc.setdefault(job, {"model": j["model"], "iteration_ms": [], "comm_ms": []})
+            a["iteration_ms"].append(j["iteration_ms_mean"])
+            if it is not None:
+                a["comm_ms"].append(comm_ms_mean(it, job))
+    return {job: {"model": a["model"], "iteration_ms": _mean(a["iteration_ms"]), "comm_ms": _mean(a["comm_ms"])}
+            for job, a in acc.items()}
 
 
 def _mean(vals):
@@ -159,6 +180,13 @@ def markdown(st, table, floors=None):
             lines.append(f"| {name} | {key} | {rt['iteration_ms_mean']}x | {rt['iteration_ms_p99']}x | "
                          f"{rt['slowdown_mean']}x | {rt['slowdown_p99']}x | {rt['ecn_marks']}x | "
                          f"{rt['jct_s_mean']}x | {rt['makespan_s']}x | {rt['communication_overhead_s']}x |")
+    lines += ["", "## Per job (mean over repeats; communication = first phase start to last phase end)", "",
+              "| spec | scheduler | job | model | iteration | communication |", "| --- | --- | --- | --- | --- | --- |"]
+    for name, e in table.items():
+        for s, row in e["schedulers"].items():
+            for job, j in row.get("jobs", {}).items():
+                comm = "-" if j["comm_ms"] is None else f"{j['comm_ms']:.1f} ms"
+                lines.append(f"| {name} | {s} | {job} | {j['model']} | {j['iteration_ms']} ms | {comm} |")
     if floors:
         lines += ["", "## Floors", "", "| spec | comparison | metric | floor | measured | |", "| --- | --- | --- | --- | --- | --- |"]
         for f, got, ok in floors:

@@ -162,6 +162,10 @@ def from_mapping(raw, where="spec"):
     if cassini["loops"] not in ("reject", "joint"):
         raise SpecError(where, "cassini.loops", cassini["loops"], "reject (the paper) | joint")
 
+    fs = raw.get("flow_scheduler", "fair")
+    if fs != "fair":
+        raise SpecError(where, "flow_scheduler", fs, "fair (TCP's sharing; echelon and coflow exist for "
+                        "pipeline steps in harness.sim.flows, not yet for spec jobs)")
     from harness.schedulers.netsens import validate as validate_netsens
     netsens = validate_netsens(where, raw.get("netsens"), SpecError)
     bg = raw.get("background") or {}

@@ -79,3 +79,31 @@ def test_sigterm_of_the_cli_tears_down():
     assert p.wait(60) == 130
     assert "torn down" in rest
     assert not {"ils1", "ils2"} & net_state()["bridges"]
+
+
+def test_controller_death_mid_run_ends_the_run_and_keeps_partial_data(tmp_path):
+    """The controller is SIGKILLed while the demo's jobs run: the run stops with one clear line, the
+    fabric is torn down (the autouse leak check), and the data so far stays under <out>.partial."""
+    import json
+    import time
+    from harness.lifecycle import STATE_DIR
+    out = tmp_path / "run"
+    p = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "experiments/demo.yaml", "--out", str(out),
+                          "--quiet"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    pid, deadline = None, time.monotonic() + 60
+    agents = tmp_path / "run.partial" / "agents"
+    while time.monotonic() < deadline and pid is None:
+        time.sleep(0.5)
+        ledger = STATE_DIR / "ledger.json"
+        if ledger.exists() and agents.exists() and any(agents.glob("*.w0.csv")):
+            procs = json.loads(ledger.read_text()).get("processes", [])
+            pid = next((x["pid"] for x in procs if x["what"] == "controller"), None)
+    assert pid is not None, "the run did not start its agents within 60 s"
+    time.sleep(3)
+    os.kill(pid, signal.SIGKILL)            # our run's own controller, from its ledger
+    _o, err = p.communicate(timeout=120)
+    assert p.returncode == 1, err[-2000:]
+    assert "the controller died mid-run" in err
+    assert not out.exists() and (tmp_path / "run.partial" / "controller.log").exists()
+    assert not (tmp_path / "run.partial" / "summary.json").exists()

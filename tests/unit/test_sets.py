@@ -33,7 +33,7 @@ def fake(spec, d, quiet=False, log=None):
     d.mkdir(parents=True)
     mean = 300.0 if spec.scheduler == "themis" else 250.0
     (d / "summary.json").write_text(json.dumps({
-        "scheduler": spec.scheduler, "fidelity": {"ok": True},
+        "scheduler": spec.scheduler, "fidelity": {"ok": True}, "jobs": {},
         "totals": {"iteration_ms_mean": mean + spec.seed, "iteration_ms_p99": 400, "ecn_marks": 10,
                    "slowdown_mean": 1.0, "slowdown_p99": 1.2}}))
     fake.calls.append((spec.scheduler, spec.seed))
