@@ -42,20 +42,23 @@ class Replayer:
         self.procs = {}  # (job, worker) -> Popen
         self.configs = {}
 
-    def start(self, job, profile, hosts, shift_ms, t0, run_start, index, realign, extra=None):
+    def start(self, job, profile, hosts, shift_ms, t0, run_start, index, realign, extra=None, tag=None):
+        """``tag`` names the agents' files and processes (default the job's name; a resumed
+        segment of a preempted job uses ``<job>.s<k>``)."""
+        tag = tag or job.name
         topo = self.fab.topo
         scale = topo.link_between(hosts[0], topo.edge_of(hosts[0])).params.rate_mbps / (profile.reference_gbps * 1000)
         cfg = job_config(job, profile, hosts, [topo.ip(h) for h in hosts], shift_ms, scale, t0, run_start, index,
                          realign, extra)
-        path = self.dir / f"{job.name}.json"
+        path = self.dir / f"{tag}.json"
         path.write_text(json.dumps(cfg, indent=1))
-        self.configs[job.name] = cfg
+        self.configs[tag] = cfg
         env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore")
         for w, h in enumerate(hosts):
-            out = self.dir / f"{job.name}.w{w}.csv"
+            out = self.dir / f"{tag}.w{w}.csv"
             out.write_text("")
             node = self.fab.net.get(h)
-            self.procs[(job.name, w)] = node.popen(
+            self.procs[(tag, w)] = node.popen(
                 [sys.executable, "-m", "workloads.agent", "--config", str(path), "--worker", str(w), "--out", str(out)],
                 env=env, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

@@ -14,6 +14,7 @@ Time: seconds since the run start (CLOCK_MONOTONIC). With ``time_dilation: D`` t
 rate / D and every profile time is stretched by D; the results are reported in undilated time.
 Not done yet: re-phasing running jobs at later epochs (their shifts are kept from placement).
 """
+import dataclasses
 import json
 import os
 import platform
@@ -101,6 +102,27 @@ class Progress:
             sys.stderr.write("\n")
 
 
+def segments(plan):
+    """What the runner starts: one entry per job, or per segment of a preempted job (tags
+    ``<job>``, ``<job>.s1``, ...; iterations numbered on with ``base``)."""
+    out = []
+    for j in plan["jobs"]:
+        segs = j.get("segments") or [{"start_s": j["placed_at_s"], "hosts": j["hosts"], "iterations": j["iterations"]}]
+        base = 0
+        for k, sg in enumerate(segs):
+            out.append({**j, "hosts": sg["hosts"], "placed_at_s": sg["start_s"], "seg": k,
+                        "tag": j["name"] if k == 0 else f"{j['name']}.s{k}",
+                        "prev_tag": None if k == 0 else (j["name"] if k == 1 else f"{j['name']}.s{k - 1}"),
+                        "seg_iterations": sg["iterations"], "base": base,
+                        "restart_s": j.get("restart_s", 0.0) if k else 0.0})
+            base += sg["iterations"]
+    return out
+
+
+def tags_of(name, keys):
+    return [k for k in keys if k == name or k.startswith(name + ".s")]
+
+
 def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m: None):
     findings = probe.doctor()
     backends = probe.resolve(findings, datapath, ecn_marker)
@@ -124,7 +146,7 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
     (work / "environment.json").write_text(json.dumps(env, indent=2))
     jobs = {j.name: j for j in spec.jobs}
     sched = {j["name"]: j for j in plan["jobs"]}
-    order = sorted(plan["jobs"], key=lambda j: (j["placed_at_s"], j["name"]))
+    order = sorted(segments(plan), key=lambda e: (e["placed_at_s"], e["name"], e["seg"]))
     realign = spec.uses_cassini or spec.base == "fixed"
     ok = False
     progress = Progress(quiet, len(jobs))
@@ -145,34 +167,36 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
                 grp = groups(plan, spec.cassini["align_min_score"])
                 done_it, last_count = 0, -1.0
                 total_it = sum(j["iterations"] for j in plan["jobs"])
+                progress.total = len(order)
                 index = {j["name"]: i for i, j in enumerate(plan["jobs"])}
                 # all agents of the same epoch share T0; shifts are offsets from it
                 while pending or rp.running():
                     now = mono() - run_start
                     for j in list(pending):
-                        hosts = j["hosts"]
+                        hosts, tag = j["hosts"], j["tag"]
                         busy = [h for h in hosts if any(h in started[n]["hosts"] for n in started if n not in finished)]
-                        if j["placed_at_s"] * D <= now and not busy:
-                            job = jobs[j["name"]]
+                        resumable = j["seg"] == 0 or j["prev_tag"] in finished
+                        if j["placed_at_s"] * D <= now and not busy and resumable:
+                            job = dataclasses.replace(jobs[j["name"]], iterations=j["seg_iterations"])
                             prof = dilate(spec.profiles[job.model], D)
                             for h in hosts:
-                                ce0[(j["name"], h)] = ce_received(fab, h)
+                                ce0[(tag, h)] = ce_received(fab, h)
                             shift_s, it_s = j["time_shift_ms"] * D / 1000, prof.iteration_ms / 1000
-                            earliest = mono() + 2.0 + 0.1 * len(hosts)       # connections + calibration
+                            # connections + calibration, and a resumed segment's restart from its checkpoint
+                            earliest = mono() + 2.0 + 0.1 * len(hosts) + j["restart_s"] * D
                             first = max(0, int(np.ceil((earliest - t_ref - shift_s) / it_s)))
                             members = [{"job": m, "shift_ms": sched[m]["time_shift_ms"] * D}
                                        for m in sorted(grp[j["name"]])
                                        if sched[m]["iteration_ms"] == j["iteration_ms"]]
-                            extra = {"first_slot": first}
+                            extra = {"first_slot": first, "iteration_base": j["base"]}
                             keep = realign
                             if spec.uses_cassini:   # shifts kept only among compatible jobs; others start shifted
                                 keep = len(members) > 1
                             if keep and len(members) > 1:
                                 extra.update(group=members, beat_dir=str(rp.dir))
                             rp.start(job, prof, hosts, j["time_shift_ms"] * D, t_ref, run_start, index[j["name"]],
-                                     keep, extra)
-                            started[j["name"]] = {"hosts": hosts, "t0": t_ref - run_start, "at": now,
-                                                  "first_slot": first}
+                                     keep, extra, tag=tag)
+                            started[tag] = {"hosts": hosts, "t0": t_ref - run_start, "at": now, "first_slot": first}
                             pending.remove(j)
                     rp.check()
                     if fab.controller is not None and fab.controller.poll() is not None:
@@ -289,14 +313,17 @@ def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_s
     for j in plan["jobs"]:
         name = j["name"]
         w0 = iters[(iters.job == name) & (iters.worker == 0)].sort_values("iteration")
-        it_ms = iteration_times_ms(w0)
+        bounds = np.cumsum([sg["iterations"] for sg in j.get("segments", [])])[:-1]
+        cuts = [0] + [int(np.searchsorted(w0.iteration.to_numpy(), b)) for b in bounds] + [len(w0)]
+        pieces = [w0.iloc[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+        it_ms = np.concatenate([iteration_times_ms(p) for p in pieces]) if len(w0) else np.array([])
         steady = it_ms[1:] if len(it_ms) > 1 else it_ms
         all_it.extend(steady.tolist())
         all_slow.extend((steady / j["iteration_ms"]).tolist())
-        marks = sum(ce1.get((name, h), 0) - ce0.get((name, h), 0) for h in j["hosts"])
+        marks = sum(ce1[k] - ce0.get(k, 0) for k in ce1 if k[0] in tags_of(name, {t for t, _h in ce1}))
         n = max(1, len(w0))
         err = shift_errors_ms(name, j, plan, iters, started, D)
-        realigns = sum(s.get("realignments", 0) for (jn, _w), s in summaries.items() if jn == name)
+        realigns = sum(s.get("realignments", 0) for (jn, _w), s in summaries.items() if jn in tags_of(name, [jn]))
         span_min = max(1e-9, (w0.end.max() - w0.start.min()) / 60) if len(w0) else 1e-9
         jobs[name] = {
             "model": j["model"], "hosts": j["hosts"], "iterations": int(len(w0)),
@@ -309,6 +336,8 @@ def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_s
             "time_shift_ms": j["time_shift_ms"], "shift_error_ms_p50": round(float(np.median(err)), 2) if len(err) else None,
             "realignments": int(realigns), "realignments_per_minute": round(realigns / span_min, 2),
         }
+        if j.get("segments"):
+            jobs[name].update(preemptions=len(j["segments"]) - 1, segments=j["segments"])
         if len(steady) and min(steady) > 1.05 * j["iteration_ms"]:
             notes.append(f"job {name}: even its fastest iteration took {min(steady):.0f} ms, over 5 % above the "
                          f"profile's {j['iteration_ms']:g} ms (emulator slip or permanent congestion)")

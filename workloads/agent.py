@@ -377,7 +377,7 @@ def main(argv=None):
             # faster than it was measured); congestion still makes it longer
             sleep_until(start + it_s)
             end = now()
-            out.write(f"{cfg['job']},{args.worker},{k},{slot},{start - run_start:.6f},{comm_start - run_start:.6f},"
+            out.write(f"{cfg['job']},{args.worker},{k + cfg.get('iteration_base', 0)},{slot},{start - run_start:.6f},{comm_start - run_start:.6f},"
                       f"{comm_end - run_start:.6f},{end - run_start:.6f},{realigned}\n")
             done += 1
     except Stopped:

@@ -136,15 +136,11 @@ class EpochPolicy:
 def plan_from_simulation(spec, routes):
     """The plan of a policy that decides in time (netsens's delay timers, consolidate): run the
     trace in the simulator and take its placements and start times. The emulator then starts each
-    job at that time or when its hosts are free. Preemption is simulated only: the emulator's
-    agents cannot checkpoint, so the plan for ``run`` is made with preemption off (noted)."""
-    import copy
+    job at that time or when its hosts are free. A preempted job has ``segments``: the emulator runs
+    the first segment's iterations, lets it exit (its checkpoint), and starts the next segment on its
+    new hosts once they are free and ``restart_s`` has passed, numbering iterations on."""
     from harness.sim.engine import Simulator
     notes = []
-    if spec.base == "netsens" and spec.netsens["preemption"]:
-        spec = copy.copy(spec)
-        spec.netsens = {**spec.netsens, "preemption": False}
-        notes.append("netsens preemption is simulated only (harness.sim): this emulated plan has it off")
     sim = Simulator(spec, routes=routes)
     summary = sim.run()
     jobs_out = []
@@ -152,10 +148,17 @@ def plan_from_simulation(spec, routes):
         js = summary["jobs"][j.name]
         seg = js["segments"][0]
         prof = spec.profiles[j.model]
-        jobs_out.append({"name": j.name, "model": j.model, "hosts": seg["hosts"], "time_shift_ms": 0.0,
-                         "iteration_ms": prof.iteration_ms, "iterations": j.iterations, "arrival_s": j.arrival_s,
-                         "placed_at_s": seg["start_s"], "finish_est_s": round(j.arrival_s + js["jct_s"], 3),
-                         "alone": False, "queue_est_s": js["queue_s"]})
+        out = {"name": j.name, "model": j.model, "hosts": seg["hosts"], "time_shift_ms": 0.0,
+               "iteration_ms": prof.iteration_ms, "iterations": j.iterations, "arrival_s": j.arrival_s,
+               "placed_at_s": seg["start_s"], "finish_est_s": round(j.arrival_s + js["jct_s"], 3),
+               "alone": False, "queue_est_s": js["queue_s"]}
+        if len(js["segments"]) > 1:     # preempted: the emulator runs each segment's iterations in turn
+            left = [int(round(x["iterations_left"])) for x in js["segments"]] + [0]
+            segs = [{"start_s": x["start_s"], "hosts": x["hosts"], "iterations": a - b}
+                    for x, a, b in zip(js["segments"], left, left[1:]) if a - b > 0]
+            out["segments"] = segs
+            out["restart_s"] = spec.netsens["restart_s"]
+        jobs_out.append(out)
     epochs = [{**e, "links": [], "score": 1.0} for e in sim.epochs]
     policy = sim.policy
     params = {"netsens": {**spec.netsens, "timers": getattr(policy, "timers", None)}} if spec.base == "netsens" else {}
