@@ -145,3 +145,15 @@ def test_tuner_reports_every_candidate_and_picks_the_best():
 def test_bad_netsens_keys_name_the_key(bad, msg):
     with pytest.raises(spec_mod.SpecError, match=msg.replace(".", r"\.")):
         spec_with([{"name": "a", "model": "vgg19", "workers": 2}], "netsens", **bad)
+
+
+def test_stored_sensitivity_table_is_current():
+    import yaml
+    from workloads import derive_sensitivity
+    stored = yaml.safe_load(derive_sensitivity.OUT.read_text())
+    assert stored == derive_sensitivity.table()       # regenerate with python -m workloads.derive_sensitivity
+    assert stored["models"]["roberta"]["class"] == "high" and stored["models"]["dlrm"]["class"] == "low"
+    # the emulated measurement agrees with the model within 5 %
+    for m in ("roberta", "vgg19"):
+        assert stored["models"][m]["emulated_background_0.5"]["ratio"] == pytest.approx(
+            stored["models"][m]["modelled"]["background_0.5"], rel=0.05)
