@@ -14,7 +14,7 @@ demo: setup
 	$(PY) -m harness.cli run $(DEMO) --scheduler themis+cassini --out results/demo-cassini
 	$(PY) -m harness.cli report results/demo-themis results/demo-cassini --out results/demo-report
 
-# CASSINI's evaluation in emulation (about 70 min on 2 cores); resumable: complete runs are kept
+# CASSINI's evaluation in emulation (32 min measured on 2 cores); resumable: complete runs are kept
 reproduce: setup
 	$(PY) -m harness.cli reproduce experiments/sets/reproduction.yaml --out results/reproduction
 

@@ -207,7 +207,7 @@ def cmd_simulate(args):
     log(f"simulate {spec.name}: {spec.scheduler}, {len(spec.jobs)} jobs on {spec.topology.name} "
         f"({len(spec.topology.hosts)} hosts), background load {spec.background:g}")
     try:
-        summary = simulate_spec(spec, log=log)
+        summary = simulate_spec(spec)
     except ScheduleError as exc:
         raise UsageError(f"{args.spec}: {exc}")
     summary["versions"] = versions_light()

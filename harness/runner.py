@@ -149,7 +149,7 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
     order = sorted(segments(plan), key=lambda e: (e["placed_at_s"], e["name"], e["seg"]))
     realign = spec.uses_cassini or spec.base == "fixed"
     ok = False
-    progress = Progress(quiet, len(jobs))
+    progress = Progress(quiet, len(order))          # jobs, or their segments when preempted
     try:
         with RunLock(log=log) as lock:
             with Fabric(topo, lock.ledger, lock.dir, datapath=backends["datapath"], marker=backends["ecn_marker"],
@@ -167,7 +167,6 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
                 grp = groups(plan, spec.cassini["align_min_score"])
                 done_it, last_count = 0, -1.0
                 total_it = sum(j["iterations"] for j in plan["jobs"])
-                progress.total = len(order)
                 index = {j["name"]: i for i, j in enumerate(plan["jobs"])}
                 # all agents of the same epoch share T0; shifts are offsets from it
                 while pending or rp.running():

@@ -34,12 +34,7 @@ METRICS = ("iteration_ms_mean", "iteration_ms_p99", "slowdown_mean", "slowdown_p
 
 def load_set(path):
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file")
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})")
+    raw = spec_mod.read_yaml(path)
     if not isinstance(raw, dict) or not isinstance(raw.get("runs"), list) or not raw["runs"]:
         raise UsageError(f"{path}: key runs: a non-empty list of {{spec, schedulers}} is required")
     repeats = raw.get("repeats", 1)

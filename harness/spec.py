@@ -89,16 +89,20 @@ def parse_scheduler(where, s):
     return s
 
 
+def read_yaml(path):
+    """The YAML document in ``path``; a missing or malformed file is a UsageError naming it."""
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file")
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})")
+
+
 def load(path, scheduler=None, seed=None):
     """Load and validate a spec file; ``scheduler`` and ``seed`` override the file's (and are validated too)."""
-    path = Path(path)
     where = str(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{where}: no such file")
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})")
+    raw = read_yaml(path)
     if scheduler is not None and isinstance(raw, dict):
         raw = {**raw, "scheduler": scheduler}
     if seed is not None and isinstance(raw, dict):

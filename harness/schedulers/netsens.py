@@ -179,6 +179,12 @@ class ConsolidatePolicy:
                 used |= set(hosts)
         return Decision(place=place, epoch={"t_s": round(t, 3), "placed": sorted(place)} if place else None)
 
+    def shift(self, name):
+        return 0.0
+
+    def forget(self, name):
+        pass
+
 
 class NetsensPolicy:
     def __init__(self, spec, routes=None, timers=None):
@@ -290,6 +296,9 @@ class NetsensPolicy:
 
     def shift(self, name):
         return 0.0
+
+    def forget(self, name):
+        pass
 
 
 def policy_for(spec, routes=None):

@@ -140,7 +140,6 @@ def plan_from_simulation(spec, routes):
     the first segment's iterations, lets it exit (its checkpoint), and starts the next segment on its
     new hosts once they are free and ``restart_s`` has passed, numbering iterations on."""
     from harness.sim.engine import Simulator
-    notes = []
     sim = Simulator(spec, routes=routes)
     summary = sim.run()
     jobs_out = []
@@ -171,7 +170,7 @@ def plan_from_simulation(spec, routes):
         "scheduler": spec.scheduler, "spec": spec.name, "seed": spec.seed,
         "topology": spec.topology.summary(), "reference_gbps": spec.reference_gbps,
         "jobs": jobs_out, "links": [], "affinity_graph": {"loop_free": None},
-        "candidates_considered": 1, "epochs": epochs, "params": params, "notes": notes,
+        "candidates_considered": 1, "epochs": epochs, "params": params,
         "predicted": {k: summary["totals"][k] for k in ("iteration_ms_mean", "jct_s_mean", "makespan_s")},
         "routes": "computed by harness.routing (deterministic least-loaded ECMP); pinned by the runner",
     }

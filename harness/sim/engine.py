@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.routing import directed_links, routes_for
+from harness.routing import routes_for
 from harness.schedulers.plan import EpochPolicy, groups, placeable_jobs
 from harness.sim import calibration
+from harness.schedulers.traffic import link_loads
 from harness.sim.fluid import SimJob, attach_links, simulate
 
 
@@ -53,6 +54,9 @@ class BasePolicy:
     def shift(self, name):
         return self.ep.shifts.get(name, 0.0)
 
+    def forget(self, name):
+        self.ep.forget(name)
+
 
 @dataclass
 class Waiting:
@@ -66,7 +70,6 @@ class Waiting:
 class Running:
     job: object
     hosts: list
-    placed_at: float
     ready_at: float
     remaining: float
     it_ms: float = 0.0
@@ -74,7 +77,6 @@ class Running:
     re_per_it: float = 0.0
     samples: object = None
     preemptions: int = 0
-    started_at: float = 0.0
 
 
 class Accum:
@@ -99,7 +101,7 @@ def capacities(topo, reference_gbps, background=0.0):
 
 
 class Simulator:
-    def __init__(self, spec, policy=None, routes=None, background=None, horizon_iterations=30, log=None):
+    def __init__(self, spec, policy=None, routes=None, background=None, horizon_iterations=30):
         self.spec = spec
         self.topo = spec.topology
         self.routes = routes or routes_for(self.topo)
@@ -108,7 +110,6 @@ class Simulator:
         self.capacity = capacities(self.topo, spec.reference_gbps, bg)
         self.policy = policy or make_policy(spec, self.routes)
         self.horizon = horizon_iterations
-        self.log = log or (lambda m: None)
         self.cache, self._links_cache, self._squeeze_cache = {}, {}, {}
         self.fluid_runs = 0
         self.align_min = spec.cassini.get("align_min_score", 0.9)
@@ -117,7 +118,7 @@ class Simulator:
     # ---- the iteration-time model -------------------------------------------------------------
     def _simjob(self, r, group):
         j = SimJob(r.job.name, self.spec.profiles[r.job.model], list(r.hosts),
-                   self.policy.shift(r.job.name) if hasattr(self.policy, "shift") else 0.0, group)
+                   self.policy.shift(r.job.name), group)
         return attach_links(j, self.routes)
 
     def _links_of(self, r):
@@ -134,15 +135,9 @@ class Simulator:
         return self._squeeze_cache[key]
 
     def _compute_links(self, r):
-        prof = self.spec.profiles[r.job.model]
-        out = {}
-        from harness.schedulers.traffic import transfers
-        for ph in prof.phases:
-            rate = ph.gbps / (len(r.hosts) - 1) if ph.pattern == "alltoall" and len(r.hosts) > 1 else ph.gbps
-            for a, b in transfers(ph.pattern, r.hosts):
-                for l in directed_links(self.routes[(a, b)]):
-                    out[l] = max(out.get(l, 0.0), rate)
-        return out
+        """{directed link: the most any phase of the job puts on it (Gbit/s)}."""
+        loads = link_loads(self.spec.profiles[r.job.model], r.hosts, self.routes)
+        return {l: max(g for _i, g in phases) for l, phases in loads.items()}
 
     def recompute(self, running, epoch_links):
         """Set it_ms / marks of every running job for the current set."""
@@ -200,7 +195,7 @@ class Simulator:
                 r.re_per_it = out.realignments_per_iteration[n]
 
     def _shift(self, name):
-        return self.policy.shift(name) if hasattr(self.policy, "shift") else 0.0
+        return self.policy.shift(name)
 
     # ---- the event loop -----------------------------------------------------------------------
     def run(self):
@@ -209,7 +204,7 @@ class Simulator:
         pending = sorted(spec.jobs, key=lambda j: (j.arrival_s, spec.jobs.index(j)))
         waiting, running, acc, finished = [], {}, {}, {}
         epochs, segments, wake = [], {}, None
-        first_place, queue_s = {}, {}
+        queue_s = {}
         epoch_links = []
         t = 0.0
         while pending or waiting or running:
@@ -226,8 +221,7 @@ class Simulator:
                 r = running.pop(n)
                 finished[n] = t
                 segments[n][-1]["end_s"] = round(t, 3)
-                if hasattr(self.policy, "ep"):
-                    self.policy.ep.forget(n)
+                self.policy.forget(n)
             while pending and pending[0].arrival_s <= t + 1e-9:
                 j = pending.pop(0)
                 waiting.append(Waiting(j, j.arrival_s, 0, float(j.iterations)))
@@ -241,10 +235,8 @@ class Simulator:
                 w = next(x for x in waiting if x.job.name == name)
                 waiting.remove(w)
                 restart = self.restart_s if w.preemptions else 0.0
-                running[name] = Running(w.job, list(hosts), t, t + restart, w.remaining,
-                                        preemptions=w.preemptions, started_at=t)
+                running[name] = Running(w.job, list(hosts), t + restart, w.remaining, preemptions=w.preemptions)
                 acc.setdefault(name, Accum())
-                first_place.setdefault(name, t)
                 queue_s[name] = queue_s.get(name, 0.0) + (t - w.since)
                 segments.setdefault(name, []).append({"start_s": round(t, 3), "hosts": list(hosts),
                                                       "iterations_left": round(w.remaining, 2)})
@@ -254,7 +246,7 @@ class Simulator:
             self.recompute(running, epoch_links)
         wall = time.perf_counter() - wall0
         self.epochs = epochs
-        return self._summary(acc, finished, first_place, queue_s, segments, epochs, wall)
+        return self._summary(acc, finished, queue_s, segments, epochs, wall)
 
     def _advance(self, running, acc, t0, t1):
         for n, r in running.items():
@@ -271,7 +263,7 @@ class Simulator:
                 r.samples = np.array([r.it_ms])
             a.add(r.samples, done)
 
-    def _summary(self, acc, finished, first_place, queue_s, segments, epochs, wall):
+    def _summary(self, acc, finished, queue_s, segments, epochs, wall):
         spec = self.spec
         jobs, all_it, all_w, all_slow = {}, [], [], []
         overhead_s = 0.0
@@ -342,5 +334,5 @@ def make_policy(spec, routes):
     return BasePolicy(spec, routes)
 
 
-def simulate_spec(spec, log=None, **kw):
-    return Simulator(spec, log=log, **kw).run()
+def simulate_spec(spec, **kw):
+    return Simulator(spec, **kw).run()

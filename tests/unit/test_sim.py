@@ -93,9 +93,8 @@ def test_netsens_classes_and_levels():
 
 
 def test_delay_scheduling_waits_then_relaxes():
-    # 20 hosts busy with a long low-sensitivity job leave one free host per rack pair...; simpler:
-    # a sensitive 3-worker job arrives when no rack has 3 free hosts: it waits its rack timer, then
-    # takes a pod placement. The insensitive blocker (resnet50) is placed first.
+    # a 22-worker insensitive blocker (DLRM) leaves 2 free hosts in one rack: a 2-worker sensitive
+    # job fits there at once; a 3-worker one finds no free rack and waits its rack timer.
     jobs = [{"name": "blocker", "model": "dlrm", "workers": 22, "iterations": 10000},
             {"name": "sens", "model": "roberta", "workers": 2, "iterations": 50, "arrival_s": 1}]
     s = spec_with(jobs, "netsens", background={"load": 0.5},
