@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PYTHONWARNINGS := ignore
 
-.PHONY: setup demo test unit emulation bench clean reproduce nightly simulate-eval
+.PHONY: setup demo test unit emulation bench clean reproduce nightly simulate-eval echelon
 setup:
 	@bash scripts/setup.sh
 
@@ -27,6 +27,12 @@ nightly: setup
 # network-sensitive scheduling at scale, in the simulator (no root)
 simulate-eval:
 	$(PY) -m harness.cli reproduce experiments/sets/netsens-sim.yaml --simulate --out results/netsens-sim
+
+# EchelonFlow: fair / coflow / echelon (and with searched shifts) for pipeline and tensor-parallel
+# jobs, in emulation and in the flow model that plans the pacing (experiments/sets/echelon.yaml)
+echelon: setup
+	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --out results/echelon
+	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --simulate --out results/echelon-sim
 
 test: setup
 	$(PY) -m pytest -q tests/unit tests/emulation

@@ -113,6 +113,13 @@ def render_schedule(out):
                      + (f", chose #{e['chosen_candidate']}" if "chosen_candidate" in e else "")
                      + ("" if ag["loop_free"] is None else f"; affinity graph {'loop-free' if ag['loop_free'] else 'looped'}")
                      + (f"; {e['fallback']}" if "fallback" in e else ""))
+    fp = out.get("flow_scheduler")
+    if fp:
+        lines.append(f"flow scheduler {fp['policy']}: steps every {fp['period_s'] * 1000:.0f} ms (the grid; iter ms above)")
+        for name, d in fp["jobs"].items():
+            lines.append(f"  {name}: {d['kind']}, {len(d['flows'])} flows per step; predicted step "
+                         f"{d['predicted']['step_s'] * 1000:.1f} ms (fair sharing {d['predicted_fair']['step_s'] * 1000:.1f}, "
+                         f"no communication {d['ideal_step_s'] * 1000:.1f}), ECT {d['predicted']['ect_s'] * 1000:.1f} ms")
     return "\n".join(lines)
 
 
@@ -151,15 +158,17 @@ def cmd_run(args):
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
     if os.geteuid() != 0:
         raise EnvError("run builds a network and needs root", "run it with sudo")
-    out = Path(args.out) if args.out else Path("results") / f"{spec.name}-{spec.scheduler.replace('+', '-')}"
-    log(f"run {spec.name}: {spec.scheduler}, {len(spec.jobs)} jobs on {spec.topology.name} "
+    label = spec.scheduler + (f"-{spec.flow_scheduler}" if spec.has_programs else "")
+    out = Path(args.out) if args.out else Path("results") / f"{spec.name}-{label.replace('+', '-')}"
+    log(f"run {spec.name}: {label}, {len(spec.jobs)} jobs on {spec.topology.name} "
         f"({len(spec.topology.hosts)} hosts, {spec.link.rate_mbps:g} Mbit/s) -> {out}")
     try:
         summary = run(spec, out, quiet=args.quiet, datapath=args.datapath, ecn_marker=args.ecn_marker, log=log)
     except ScheduleError as exc:
         raise UsageError(f"{args.spec}: {exc}")
     t = summary["totals"]
-    log(f"done: mean iteration {t['iteration_ms_mean']} ms, p99 {t['iteration_ms_p99']} ms, "
+    ect = f", mean ECT {t['ect_ms_mean']} ms" if t.get("ect_ms_mean") is not None else ""
+    log(f"done: mean iteration {t['iteration_ms_mean']} ms, p99 {t['iteration_ms_p99']} ms{ect}, "
         f"{t['ecn_marks']} ECN marks; fidelity {'ok' if summary['fidelity']['ok'] else 'NOT OK: ' + '; '.join(summary['fidelity']['notes'])}")
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -212,9 +221,10 @@ def cmd_simulate(args):
         raise UsageError(f"{args.spec}: {exc}")
     summary["versions"] = versions_light()
     t = summary["totals"]
+    marks = "" if t["ecn_marks"] is None else f", ~{t['ecn_marks']} ECN marks (estimated)"
+    ect = "" if t.get("ect_ms_mean") is None else f", mean ECT {t['ect_ms_mean']} ms"
     log(f"done in {summary['simulator']['wall_s']} s: mean iteration {t['iteration_ms_mean']} ms, p99 "
-        f"{t['iteration_ms_p99']} ms, mean JCT {t['jct_s_mean']} s, makespan {t['makespan_s']} s, "
-        f"~{t['ecn_marks']} ECN marks (estimated)")
+        f"{t['iteration_ms_p99']} ms, mean JCT {t['jct_s_mean']} s, makespan {t['makespan_s']} s{ect}{marks}")
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -277,7 +287,8 @@ def build_parser():
     p = sub.add_parser("run", help="the whole experiment; writes a results directory")
     p.add_argument("spec", help="experiment spec (YAML)")
     p.add_argument("--out", help="results directory (default results/<spec name>-<scheduler>)")
-    p.add_argument("--scheduler", help="override the spec's scheduler (e.g. themis, themis+cassini)")
+    p.add_argument("--scheduler", help="override the spec's scheduler (e.g. themis, themis+cassini; "
+                   "fixed:echelon also sets flow_scheduler)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--datapath", choices=["kernel", "user"], help="override the doctor's choice")
     p.add_argument("--ecn-marker", choices=["red", "bpf"], help="override the doctor's choice")

@@ -1,7 +1,8 @@
 """Starting, watching and stopping replay agents (workloads.agent) on a running Fabric.
 
 Naming: agent files live in ``<workdir>/agents/``: ``<job>.json`` (the job's config) and
-``<job>.w<i>.csv`` (iteration rows of worker i). Each job gets a DSCP (1, 2, ... in job order, up to
+``<job>.w<i>.csv`` (iteration rows of worker i), ``<job>.w<i>.csv.flows`` (flows received by
+worker i of a program job). Each job gets a DSCP (1, 2, ... in job order, up to
 63) so the controller can attribute its packets, and a TCP port (BASE_PORT + job index).
 """
 import json
@@ -17,6 +18,7 @@ from harness.errors import InterleaveError
 
 BASE_PORT = 17000
 COLUMNS = ["job", "worker", "iteration", "slot", "start", "comm_start", "comm_end", "end", "realigned"]
+FLOW_COLUMNS = ["job", "step", "flow", "src", "dst", "bytes", "reference", "release", "start", "finish", "target"]
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -112,6 +114,11 @@ class Replayer:
             with open(f, "rb") as fh:
                 n += sum(1 for _ in fh)
         return n
+
+    def flows(self):
+        """Rows of the flows received by program jobs' workers (workloads.stage)."""
+        frames = [pd.read_csv(f, names=FLOW_COLUMNS) for f in sorted(self.dir.glob("*.csv.flows")) if f.stat().st_size]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FLOW_COLUMNS)
 
     def iterations(self):
         frames = [pd.read_csv(f, names=COLUMNS) for f in sorted(self.dir.glob("*.csv")) if f.stat().st_size]

@@ -34,6 +34,7 @@ from harness.lifecycle import RunLock
 from harness.linkmodel import LinkParams
 from harness.netcheck import ce_received
 from harness.replay import COLUMNS as ITER_COLUMNS, Replayer
+from harness.schedulers import flowplan
 from harness.schedulers.plan import groups, schedule
 from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, mono
 from topologies import by_name
@@ -181,6 +182,8 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
                             for h in hosts:
                                 ce0[(tag, h)] = ce_received(fab, h)
                             shift_s, it_s = j["time_shift_ms"] * D / 1000, prof.iteration_ms / 1000
+                            if job.is_program:          # its step grid, not the model's profile
+                                it_s = plan["flow_scheduler"]["period_s"] * D
                             # connections + calibration, and a resumed segment's restart from its checkpoint
                             earliest = mono() + 2.0 + 0.1 * len(hosts) + j["restart_s"] * D
                             first = max(0, int(np.ceil((earliest - t_ref - shift_s) / it_s)))
@@ -193,6 +196,10 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
                                 keep = len(members) > 1
                             if keep and len(members) > 1:
                                 extra.update(group=members, beat_dir=str(rp.dir))
+                            if job.is_program:
+                                h0 = hosts[0]
+                                scale = topo.link_between(h0, topo.edge_of(h0)).params.rate_mbps / (spec.reference_gbps * 1000)
+                                extra.update(flowplan.agent_config(job, plan["flow_scheduler"], scale, D))
                             rp.start(job, prof, hosts, j["time_shift_ms"] * D, t_ref, run_start, index[j["name"]],
                                      keep, extra, tag=tag)
                             started[tag] = {"hosts": hosts, "t0": t_ref - run_start, "at": now, "first_slot": first}
@@ -225,6 +232,7 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
                 tm.stop()
                 idle1 = cpu_idle()
                 iters = rp.iterations()
+                flows = rp.flows()
                 links = tm.links(run_start)
                 summaries = rp.summaries()
             ok = True
@@ -238,13 +246,65 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
     links["time"] = links["time"] / D
     iters = iters.sort_values(["job", "worker", "iteration"])[ITER_COLUMNS]
     iters.to_csv(work / "iterations.csv", index=False)
+    if spec.has_programs:
+        for c in ("reference", "release", "start", "finish", "target"):
+            flows[c] = flows[c] / D
+        flows = flows.sort_values(["job", "step", "finish"])
+        flows.to_csv(work / "flows.csv", index=False)
     links.to_csv(work / "links.csv", index=False)
     cpu_idle_share = (idle1[0] - idle0[0]) / max(1, idle1[1] - idle0[1])
     summary = summarize(spec, plan, iters, links, started, ce0, ce1, summaries, cpu_idle_share, D, topo)
+    if spec.has_programs:
+        add_step_metrics(summary, plan, iters, flows)
     (work / "summary.json").write_text(json.dumps(summary, indent=2))
     os.rename(work, out_dir)
     chown_to_invoker(out_dir)
     return summary
+
+
+def add_step_metrics(summary, plan, iters, flows):
+    """Program jobs: the consumer's step time (worker 0's first op start to last op end, the first
+    step left out as warm-up), ECT per step (max over flows of finish - reference - d_i, as in
+    harness.sim.flows) and, for paced flows, how far each finished from its target."""
+    fp = plan["flow_scheduler"]
+    steps_all, ects_all, slow_all = [], [], []
+    for name, d in fp["jobs"].items():
+        w0 = iters[(iters.job == name) & (iters.worker == 0)].sort_values("iteration")
+        steps = ((w0.end - w0.start) * 1000).to_numpy()[1:]
+        f = flows[flows.job == name]
+        dmap = {x["name"]: x["d_s"] for x in d["flows"]}
+        f = f.assign(late=f.finish - f.reference - f.flow.map(dmap))
+        ect = (f[f.step > f.step.min()].groupby("step").late.max() * 1000).to_numpy() if len(f) else np.array([])
+        paced = f[f.target.notna()]
+        err = ((paced.finish - paced.target) * 1000).to_numpy()
+        rel = (paced.finish - paced.target) / (paced.target - paced.release).clip(lower=1e-6)
+        job = summary["jobs"][name]
+        job.update({
+            "iteration_ms_mean": round(float(steps.mean()), 2) if len(steps) else None,
+            "iteration_ms_p99": round(float(np.percentile(steps, 99)), 2) if len(steps) else None,
+            "iteration_ms_meaning": "step time of the consuming computation (worker 0: first op start to last op end)",
+            "ect_ms_mean": round(float(ect.mean()), 2) if len(ect) else None,
+            "predicted_step_ms": round(d["predicted"]["step_s"] * 1000, 2),
+            "predicted_ect_ms": round(d["predicted"]["ect_s"] * 1000, 2),
+            "iteration_ms_profile": round(d["ideal_step_s"] * 1000, 2),     # alone, infinitely fast links
+            "flows": int(len(f)),
+            "pacing_error_ms_p50": round(float(np.median(err)), 2) if len(err) else None,
+            "pacing_error_rel_p50": round(float(np.median(np.abs(rel))), 4) if len(rel) else None})
+        steps_all.extend(steps.tolist())
+        ects_all.extend(ect.tolist())
+        slow_all.extend((steps / (d["ideal_step_s"] * 1000)).tolist())
+    t = summary["totals"]
+    t["iteration_ms_mean"] = round(float(np.mean(steps_all)), 2) if steps_all else None
+    t["iteration_ms_p99"] = round(float(np.percentile(steps_all, 99)), 2) if steps_all else None
+    t["slowdown_mean"] = round(float(np.mean(slow_all)), 4) if slow_all else None
+    t["slowdown_p99"] = round(float(np.percentile(slow_all, 99)), 4) if slow_all else None
+    t["communication_overhead_s"] = round(sum((v["iteration_ms_mean"] - v["iteration_ms_profile"]) * v["iterations"]
+                                              for v in summary["jobs"].values()
+                                              if v["iteration_ms_mean"] is not None) / 1000, 3)
+    t["ect_ms_mean"] = round(float(np.mean(ects_all)), 2) if ects_all else None
+    summary["flow_scheduler"] = fp["policy"]
+    summary["fidelity"]["notes"] = [n for n in summary["fidelity"]["notes"] if "fastest iteration" not in n]
+    summary["fidelity"]["ok"] = not summary["fidelity"]["notes"]
 
 
 def max_window_utilization(links, rate_bps_of, window_s):

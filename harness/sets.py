@@ -14,7 +14,8 @@ Layout of DIR: ``<spec name>/<scheduler>-r<r>/`` (results directories; a complet
 an interrupted set resumes where it stopped), ``<spec name>/report/`` (``interleave report`` of the
 spec's runs), and ``table.md`` / ``table.json``: per spec and scheduler the mean over repeats, and
 the ratios of each ``X+cassini`` over its base ``X`` and of every other scheduler over the first
-one listed. Ratios are of means over repeats. A run entry may set ``background`` (load of every
+one listed. Ratios are of means over repeats. A scheduler ``S:F`` runs scheduler S with
+``flow_scheduler: F`` (``fixed:echelon``; pipeline and tensor jobs), so flow schedulers compare too. A run entry may set ``background`` (load of every
 fabric link, simulator only) and ``label`` (its directory and row name; default the spec's name).
 ``--simulate`` runs the set in harness.sim instead of the emulator (no root).
 Exit status 1 when ``--floors`` is given and a ratio falls below its floor.
@@ -29,7 +30,7 @@ from harness import spec as spec_mod
 from harness.errors import UsageError
 
 METRICS = ("iteration_ms_mean", "iteration_ms_p99", "slowdown_mean", "slowdown_p99", "ecn_marks",
-           "jct_s_mean", "makespan_s", "communication_overhead_s")
+           "jct_s_mean", "makespan_s", "communication_overhead_s", "ect_ms_mean")
 
 
 def load_set(path):
@@ -64,7 +65,7 @@ def load_set(path):
 
 
 def run_dir(out, name, scheduler, r):
-    return Path(out) / name / f"{scheduler.replace('+', '-')}-r{r}"
+    return Path(out) / name / f"{scheduler.replace('+', '-').replace(':', '-')}-r{r}"
 
 
 def execute(st, out, run, log, quiet=False):
@@ -182,6 +183,12 @@ def markdown(st, table, floors=None):
             for job, j in row.get("jobs", {}).items():
                 comm = "-" if j["comm_ms"] is None else f"{j['comm_ms']:.1f} ms"
                 lines.append(f"| {name} | {s} | {job} | {j['model']} | {j['iteration_ms']} ms | {comm} |")
+    ect = [(name, s, row) for name, e in table.items() for s, row in e["schedulers"].items()
+           if row.get("ect_ms_mean") is not None]
+    if ect:
+        lines += ["", "## EchelonFlow completion time (pipeline and tensor jobs; mean over steps and jobs)", "",
+                  "| spec | scheduler | mean step | ECT |", "| --- | --- | --- | --- |"]
+        lines += [f"| {name} | {s} | {row['iteration_ms_mean']} ms | {row['ect_ms_mean']} ms |" for name, s, row in ect]
     if floors:
         lines += ["", "## Floors", "", "| spec | comparison | metric | floor | measured | |", "| --- | --- | --- | --- | --- | --- |"]
         for f, got, ok in floors:

@@ -17,7 +17,8 @@ from workloads.profiles import ProfileError, builtins, from_dict
 
 TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "trace", "scheduler",
             "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation", "netsens", "background"}
-JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms"}
+JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms", "pipeline", "tensor"}
+FLOW_SCHEDULERS = ("fair", "coflow", "echelon")
 BASES = ("themis", "pollux", "random", "ideal", "fixed", "netsens", "consolidate")
 CASSINI_KEYS = {"discretization_deg": 5.0, "candidates": 10, "quantum_ms": 5.0, "max_perimeter_ms": 10000.0,
                 "aggregate": "mean", "exact_max_jobs": 3, "loops": "reject", "align_min_score": 0.9}
@@ -38,6 +39,12 @@ class Job:
     arrival_s: float = 0.0
     hosts: list = None
     time_shift_ms: float = None
+    pipeline: dict = None       # a program job (harness.schedulers.flowplan): its step waits for its inputs
+    tensor: dict = None
+
+    @property
+    def is_program(self):
+        return bool(self.pipeline or self.tensor)
 
 
 @dataclass
@@ -55,6 +62,7 @@ class Spec:
     netsens: dict = field(default_factory=dict)
     background: float = 0.0
     time_dilation: float = 1.0
+    flow_scheduler: str = "fair"
     source: str = ""
     raw: dict = field(default_factory=dict)
 
@@ -65,6 +73,10 @@ class Spec:
     @property
     def uses_cassini(self):
         return self.scheduler.endswith("+cassini")
+
+    @property
+    def has_programs(self):
+        return any(j.is_program for j in self.jobs)
 
 
 def _int(where, key, v, minimum=1):
@@ -81,11 +93,11 @@ def parse_scheduler(where, s):
     if not isinstance(s, str):
         raise SpecError(where, "scheduler", s, "a name such as themis+cassini")
     parts = s.split("+")
-    ok = (len(parts) == 1 and parts[0] in BASES) or \
+    ok = (len(parts) == 1 and parts[0] in BASES) or (s == "fixed+cassini") or \
          (len(parts) == 2 and parts[0] in BASES[:3] and parts[1] == "cassini")
     if not ok:
         raise SpecError(where, "scheduler", s, "one of " + ", ".join(BASES) +
-                        ", themis+cassini, pollux+cassini, random+cassini")
+                        ", themis+cassini, pollux+cassini, random+cassini, fixed+cassini (pipeline/tensor jobs)")
     return s
 
 
@@ -100,11 +112,13 @@ def read_yaml(path):
 
 
 def load(path, scheduler=None, seed=None):
-    """Load and validate a spec file; ``scheduler`` and ``seed`` override the file's (and are validated too)."""
+    """Load and validate a spec file; ``scheduler`` and ``seed`` override the file's (and are validated too).
+    ``scheduler`` may name a flow scheduler too: ``fixed:echelon`` sets ``flow_scheduler: echelon``."""
     where = str(path)
     raw = read_yaml(path)
     if scheduler is not None and isinstance(raw, dict):
-        raw = {**raw, "scheduler": scheduler}
+        base, _, flow = scheduler.partition(":")
+        raw = {**raw, "scheduler": base, **({"flow_scheduler": flow} if flow else {})}
     if seed is not None and isinstance(raw, dict):
         raw = {**raw, "seed": seed}
     return from_mapping(raw, where)
@@ -167,9 +181,8 @@ def from_mapping(raw, where="spec"):
         raise SpecError(where, "cassini.loops", cassini["loops"], "reject (the paper) | joint")
 
     fs = raw.get("flow_scheduler", "fair")
-    if fs != "fair":
-        raise SpecError(where, "flow_scheduler", fs, "fair (TCP's sharing; echelon and coflow exist for "
-                        "pipeline steps in harness.sim.flows, not yet for spec jobs)")
+    if fs not in FLOW_SCHEDULERS:
+        raise SpecError(where, "flow_scheduler", fs, " | ".join(FLOW_SCHEDULERS))
     from harness.schedulers.netsens import validate as validate_netsens
     netsens = validate_netsens(where, raw.get("netsens"), SpecError)
     bg = raw.get("background") or {}
@@ -188,9 +201,26 @@ def from_mapping(raw, where="spec"):
         if not isinstance(jobs_raw, list) or not jobs_raw:
             raise SpecError(where, "jobs", jobs_raw, "a non-empty list of jobs")
     jobs = _jobs(where, jobs_raw, profiles, topo, scheduler)
+    programs = [j for j in jobs if j.is_program]
+    if programs:
+        if len(programs) < len(jobs):
+            other = next(j for j in jobs if not j.is_program)
+            raise SpecError(where, f"jobs[{jobs.index(other)}]", other.name, "a pipeline or tensor block too: "
+                            "program jobs and profile jobs cannot share a spec yet")
+        if scheduler not in ("fixed", "fixed+cassini"):
+            raise SpecError(where, "scheduler", scheduler, "fixed or fixed+cassini (pipeline and tensor jobs run on "
+                            "their pinned hosts; +cassini searches their time-shifts)")
+        if background:
+            raise SpecError(where, "background.load", background, "0 with pipeline and tensor jobs (not modelled)")
+    elif scheduler == "fixed+cassini":
+        raise SpecError(where, "scheduler", scheduler, "fixed+cassini only with pipeline or tensor jobs; "
+                        "for profile jobs: themis+cassini, pollux+cassini, random+cassini")
+    elif fs != "fair":
+        raise SpecError(where, "flow_scheduler", fs, "fair unless jobs have a pipeline or tensor block "
+                        "(profile jobs' phases are shared by TCP)")
     return Spec(name=name, topology=topo, link=link, reference_gbps=ref, profiles=profiles, jobs=jobs,
                 scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
-                netsens=netsens, background=background, source=where, raw=raw)
+                netsens=netsens, background=background, flow_scheduler=fs, source=where, raw=raw)
 
 
 def _trace_jobs(where, trace, profiles, n_hosts, seed):
@@ -262,13 +292,21 @@ def _jobs(where, jobs_raw, profiles, topo, scheduler):
                 if h in pinned_by or pinned.count(h) > 1:
                     raise SpecError(where, f"{key}.hosts", h, f"a host not already pinned to job {pinned_by.get(h, name)}")
                 pinned_by[h] = name
+        blocks = {}
+        for b in ("pipeline", "tensor"):
+            if b in j:
+                from harness.schedulers.flowplan import validate as validate_block
+                blocks[b] = validate_block(where, f"{key}.{b}", j[b], workers, SpecError)
+        if len(blocks) > 1:
+            raise SpecError(where, f"{key}.tensor", j["tensor"], "one of pipeline or tensor per job")
         shift = j.get("time_shift_ms")
         if shift is not None:
             shift = _float(where, f"{key}.time_shift_ms", shift)
             it = profiles[model].iteration_ms
-            if shift >= it:
+            if shift >= it and not blocks:
                 raise SpecError(where, f"{key}.time_shift_ms", shift, f"in [0, {it:g}) ms, the iteration of {model}")
         if scheduler == "fixed" and pinned is None:
             raise SpecError(where, f"{key}.hosts", None, "required with scheduler fixed (pinned hosts, no decisions)")
-        jobs.append(Job(name, model, workers, iterations, arrival, list(pinned) if pinned else None, shift))
+        jobs.append(Job(name, model, workers, iterations, arrival, list(pinned) if pinned else None, shift,
+                        blocks.get("pipeline"), blocks.get("tensor")))
     return jobs

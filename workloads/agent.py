@@ -31,6 +31,7 @@ sysctl).
 Output: CSV rows ``job,worker,iteration,slot,start,comm_start,comm_end,end,realigned`` (seconds
 since ``run_start``), flushed per iteration; a final JSON line on stdout with the summary.
 Exit 0 when done or stopped by SIGTERM; any other exit is a crash the harness reports.
+A config with ``"kind": "program"`` (pipeline and tensor-parallel jobs) is run by workloads.stage.
 """
 import argparse
 import json
@@ -85,6 +86,8 @@ class Peers:
         self.tos = cfg.get("dscp", 0) << 2
 
     def needed(self):
+        if "pairs" in self.cfg:       # a program (workloads.stage) names its ordered pairs
+            return {tuple(p) for p in self.cfg["pairs"]}
         want = set()
         n, me = self.n, self.me
         for ph in self.cfg["phases"]:
@@ -315,6 +318,9 @@ def main(argv=None):
         raise Stopped("signal")
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
+    if cfg.get("kind") == "program":
+        from workloads import stage
+        return stage.main(cfg, args.worker, args.out)
 
     it_s = cfg["iteration_ms"] / 1000.0
     phases = sorted(cfg["phases"], key=lambda p: p["start_ms"])

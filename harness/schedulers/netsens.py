@@ -29,7 +29,6 @@ when they restart); a job is preempted at most ``max_preemptions`` times and onl
 ``consolidate`` (Tiresias-like "consolidate if possible"): arrival order, each job placed at once
 at the best level free now, in the fewest racks; never waits, never preempts.
 """
-import numpy as np
 
 DEFAULTS = {"timers": {"high": [60.0, 60.0], "medium": [15.0, 15.0], "low": [0.0, 0.0]},
             "thresholds": [1.15, 1.25], "expected_background": 0.5, "preemption": True,

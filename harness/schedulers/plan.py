@@ -181,6 +181,9 @@ def schedule(spec, routes=None):
     routes = routes or compute_routes(topo)
     if spec.base in ("netsens", "consolidate"):
         return plan_from_simulation(spec, routes)
+    if spec.has_programs:       # pipeline / tensor jobs: pinned hosts, step grid, the flow scheduler's decision
+        from harness.schedulers.flowplan import schedule_programs
+        return schedule_programs(spec, routes)
     policy = EpochPolicy(spec, routes)
     profiles_of = policy.profiles_of
     pending = sorted(spec.jobs, key=lambda j: (j.arrival_s, spec.jobs.index(j)))

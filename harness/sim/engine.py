@@ -335,4 +335,7 @@ def make_policy(spec, routes):
 
 
 def simulate_spec(spec, **kw):
+    if spec.has_programs:       # pipeline / tensor jobs: the flow model of their steps
+        from harness.schedulers.flowplan import simulate_programs
+        return simulate_programs(spec)
     return Simulator(spec, **kw).run()

@@ -3,7 +3,9 @@
 Each job is one step of an EchelonFlow (workloads.echelon) whose ranks/stages sit on hosts; its
 compute ops run on their resource in order, a flow is released when the op it follows ends and
 arrives when its bytes have moved, and an op that consumes a flow cannot start before it arrived.
-Link rates each instant (capacity in Gbit/s, bytes converted):
+A connection (job, source host, destination host) sends its flows one after another in release
+order, as the emulator's agents do (workloads.stage). Link rates each instant (capacity in Gbit/s,
+bytes converted), among the flows at the head of their connection:
 
   fair     per-flow max-min fair sharing (what TCP approximates);
   coflow   Varys-like: jobs ordered by smallest bottleneck (SEBF); within a job, every released flow
@@ -34,7 +36,9 @@ class JobStep:
     start_s: float = 0.0
 
 
-def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0):
+def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0, hop_latency_s=0.0):
+    """One step of each job; ``hop_latency_s`` per link of a flow's path is added to its arrival
+    (store-and-forward of the last packet: what an emulated link at a scaled-down rate costs)."""
     if policy not in POLICIES:
         raise ValueError(f"flow_scheduler {policy!r}: one of {', '.join(POLICIES)}")
     flows, fpath = [], []
@@ -53,7 +57,10 @@ def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0)
     rem = np.array([f.bytes for _j, _k, f in flows], dtype=float)
     size = rem.copy()
     released = np.full(len(flows), np.nan)
-    finished = np.full(len(flows), np.nan)
+    sent = np.full(len(flows), np.nan)          # last byte sent
+    finished = np.full(len(flows), np.nan)      # last byte arrived
+    lat = np.array([hop_latency_s * len(p) for p in fpath])
+    curve = [[] for _ in flows]                 # (t, bytes sent) at every rate change
     by_job = {}
     for i, (j, k, f) in enumerate(flows):
         by_job.setdefault(j.name, []).append(i)
@@ -74,7 +81,7 @@ def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0)
                                                                     and st[j.name]["end"][f.after] <= now + EPS):
                     released[i] = now
                     if rem[i] <= 0 or not fpath[i]:
-                        finished[i] = now
+                        sent[i] = finished[i] = now
                         rem[i] = 0.0
 
     def start_ops(now):
@@ -103,8 +110,19 @@ def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0)
                     s["free"][r] = run[1]
                     s["running"][r] = None
 
+    conn = [(j.name, j.hosts[f.src], j.hosts[f.dst]) for j, _k, f in flows]
+
+    def active():
+        """Released, unfinished flows, one per connection: the earliest released (the sender sends
+        a connection's flows in order, as the emulator's agents do)."""
+        head = {}
+        for i in np.where(~np.isnan(released) & np.isnan(sent))[0]:
+            if conn[i] not in head or (released[i], i) < (released[head[conn[i]]], head[conn[i]]):
+                head[conn[i]] = i
+        return np.array(sorted(head.values()), dtype=int)
+
     def rates(now):
-        act = np.where(~np.isnan(released) & np.isnan(finished))[0]
+        act = active()
         r = np.zeros(len(flows))
         if not len(act):
             return r
@@ -130,8 +148,8 @@ def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0)
             else:
                 j = flows[ix[0]][0]
                 d = np.array([j.e.d[flows[i][1]] for i in ix])
-                ref = float(np.max(now + rem[ix] / path_cap[ix] - d))
-                slack = np.maximum(ref + d - now, EPS)
+                ref = float(np.max(now + rem[ix] / path_cap[ix] + lat[ix] - d))
+                slack = np.maximum(ref + d - lat[ix] - now, EPS)
                 want = rem[ix] / slack
                 order = list(np.argsort(d, kind="stable"))
             for o in order:
@@ -158,9 +176,10 @@ def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0)
             break
         r = rates(t)
         cands = [max_s]
-        act = np.where(~np.isnan(released) & np.isnan(finished) & (r > EPS))[0]
+        act = [i for i in active() if r[i] > EPS]
         if len(act):
             cands.append(t + float((rem[act] / r[act]).min()))
+        cands += [x for x in finished if x > t + EPS]
         for j in steps:
             for run in st[j.name]["running"].values():
                 if run:
@@ -173,11 +192,17 @@ def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0)
             if all(not any(st[j.name]["running"].values()) for j in steps):
                 raise RuntimeError("deadlock in the step's dependencies")
         dt = t_next - t
+        for i in act:
+            if not curve[i] or curve[i][-1][0] < t:
+                curve[i].append((t, size[i] - rem[i]))
         rem[:] = np.maximum(rem - r * dt, 0.0)
+        for i in act:
+            curve[i].append((t_next, size[i] - rem[i]))
         t = t_next
         # done when under a billionth of the flow is left: a smaller step may not advance t at all
-        newly = np.where(~np.isnan(released) & np.isnan(finished) & (rem <= 1e-9 * size + 1e-3))[0]
-        finished[newly] = t
+        newly = np.where(~np.isnan(released) & np.isnan(sent) & (rem <= 1e-9 * size + 1e-3))[0]
+        sent[newly] = t
+        finished[newly] = t + lat[newly]
     out = {}
     for j in steps:
         ix = by_job[j.name]
@@ -186,5 +211,20 @@ def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0)
         # ECT's reference is the job's first slot in absolute terms: measured from the job's start
         step_end = max(st[j.name]["end"].values()) - j.start_s if st[j.name]["end"] else max(fin)
         out[j.name] = {"step_s": step_end, "ect_s": max(f - x for f, x in zip(fin, d)),
-                       "coflow_s": max(fin), "finish_s": dict(zip([flows[i][2].name for i in ix], fin))}
+                       "coflow_s": max(fin), "finish_s": dict(zip([flows[i][2].name for i in ix], fin)),
+                       "release_s": {flows[i][2].name: released[i] - j.start_s for i in ix},
+                       "curve": {flows[i][2].name: _points(curve[i], j.start_s, size[i]) for i in ix}}
+    return out
+
+
+def _points(curve, t0, size):
+    """A flow's sending schedule as (seconds after its job's start, fraction of bytes sent) at every
+    change of rate; flat stretches (rate 0) kept, repeated points dropped."""
+    out = []
+    for t, b in curve:
+        p = (round(float(t - t0), 6), round(float(min(1.0, b / size)), 6) if size else 1.0)
+        if out and p[1] == out[-1][1] and len(out) > 1 and out[-2][1] == p[1]:
+            out[-1] = p
+        elif not out or p != out[-1]:
+            out.append(p)
     return out

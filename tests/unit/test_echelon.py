@@ -103,6 +103,55 @@ def test_alone_every_policy_meets_the_ideal_when_links_are_fast():
 
 
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
-def test_echelon_pacing_beats_fair_and_coflow_for_sharing_pipelines(schedule):
+def test_coflow_and_echelon_beat_fair_sharing_for_sharing_pipelines(schedule):
+    # both order the jobs (smallest bottleneck first) instead of splitting every shared link evenly
     mean = {p: sum(v["step_s"] for v in two_pipelines(p, schedule).values()) / 2 for p in ("fair", "coflow", "echelon")}
-    assert mean["echelon"] < mean["fair"] and mean["echelon"] < mean["coflow"], mean
+    assert mean["echelon"] < mean["fair"] and mean["coflow"] < mean["fair"], mean
+
+
+def lone_pair(policy, micro_batches=4, hop=0.0, act_bytes=40e6):
+    from harness import spec as spec_mod
+    from harness.routing import compute_routes
+    from harness.sim.flows import JobStep, simulate_steps
+    sp = spec_mod.load(str(Path(__file__).resolve().parents[2] / "experiments/demo.yaml"))
+    cap = {d: 50.0 for link in sp.topology.links for d, *_ in link.directions()}
+    e = echelon.pipeline("a", 2, micro_batches, 1, 2, act_bytes)
+    return e, simulate_steps([JobStep("a", e, ["h1", "h7"])], compute_routes(sp.topology), cap, policy,
+                             hop_latency_s=hop)["a"]
+
+
+def test_a_connection_sends_its_flows_one_after_another():
+    # activations of 40 MB (6.4 ms at 50 Gbit/s) released every 1 ms: they queue on the stage pair's
+    # connection and finish 6.4 ms apart, in order (processor sharing would finish them together)
+    e, out = lone_pair("fair")
+    fin = [out["finish_s"][f"act:0:{m}"] for m in range(4)]
+    assert fin == sorted(fin)
+    assert [b - a for a, b in zip(fin, fin[1:])] == pytest.approx([0.0064] * 3, abs=1e-6)
+
+
+def test_hop_latency_is_added_to_each_arrival():
+    _e, out = lone_pair("fair", micro_batches=1)
+    _e, late = lone_pair("fair", micro_batches=1, hop=0.001)
+    # h1 -> h7 crosses pods: 6 links
+    assert late["finish_s"]["act:0:0"] - out["finish_s"]["act:0:0"] == pytest.approx(0.006, abs=1e-9)
+
+
+@pytest.mark.parametrize("policy", ["coflow", "echelon"])
+def test_sending_schedules_end_when_the_flows_finish(policy):
+    _e, out = lone_pair(policy, hop=0.001)
+    for name, pts in out["curve"].items():
+        ts, xs = [p[0] for p in pts], [p[1] for p in pts]
+        assert ts == sorted(ts) and xs == sorted(xs) and xs[-1] == 1.0
+        assert ts[-1] + 0.006 == pytest.approx(out["finish_s"][name], abs=1e-6)   # arrival = last byte + 6 hops
+        slopes = [(x1 - x0) * 40e6 / (t1 - t0) for (t0, x0), (t1, x1) in zip(pts, pts[1:]) if t1 > t0]
+        assert max(slopes) <= 50e9 / 8 * (1 + 1e-6)                              # never above the link
+
+
+def test_schedule_time_inverts_a_sending_schedule():
+    from workloads.stage import schedule_time
+    ts, xs = [0.0, 0.1, 0.3, 0.4], [0.0, 0.5, 0.5, 1.0]           # half, a pause, the other half
+    assert schedule_time(ts, xs, 0.25) == pytest.approx(0.05)
+    assert schedule_time(ts, xs, 0.5) == pytest.approx(0.1)       # reached before the pause
+    assert schedule_time(ts, xs, 0.75) == pytest.approx(0.35)
+    assert schedule_time(ts, xs, 1.0) == pytest.approx(0.4)
+    assert schedule_time([0.2, 0.2], [0.0, 1.0], 0.5) == pytest.approx(0.2)

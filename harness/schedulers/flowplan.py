@@ -1,0 +1,260 @@
+"""The flow scheduler's central decision for pipeline- and tensor-parallel jobs (``flow_scheduler``).
+
+A spec job with a ``pipeline`` or ``tensor`` block is a *program job*: its step is an EchelonFlow
+(workloads.echelon) whose compute ops wait for their inputs, replayed by workloads.stage. Before the
+run, the flow scheduler plans one step of every program job together (each at its time shift) in the
+flow-level model (harness.sim.flows) under the spec's policy, on the routes the controller pins:
+
+  fair     no decision: every flow is sent at once and TCP shares the links;
+  coflow   every flow gets the finish time of the coflow schedule (SEBF across jobs, MADD within);
+  echelon  every flow gets the finish time of the echelon schedule (jobs by smallest bottleneck,
+           each flow paced to its slot R + d_i, leftover shared).
+
+The hosts enforce the decision by pacing each flow along its planned sending schedule (the
+cumulative bytes the model sent by each instant, seconds after its step's reference), so that it
+arrives at its target; a flow behind its schedule (released late, or slowed by congestion) catches up
+as fast as TCP allows. The model adds the emulated links' per-hop
+latency to each flow's arrival (``hop_latency_s``). Steps of every program job start on one grid, ``period_s`` = 1.1 x the slowest job's
+step under fair sharing (the same for every policy, so the policies see the same offered load and
+the same overlap of jobs each step); a step that overruns its slot delays the next one. Composing
+with CASSINI: the jobs' ``time_shift_ms`` (``fixed``) or searched shifts (``fixed+cassini``,
+``search_shifts``) shift their grids across jobs, pacing works within each job's step. Naming: flows and ops as in workloads.echelon; bytes at the reference rate in the
+plan, scaled to the emulated rate in the agents' configs.
+"""
+import math
+
+from harness.sim.flows import JobStep, simulate_steps
+from workloads import echelon
+
+POLICIES = ("fair", "coflow", "echelon")
+PERIOD_MARGIN = 1.25
+PIPELINE_KEYS = {"schedule": "gpipe", "micro_batches": 8, "forward_ms": None, "backward_ms": None,
+                 "activation_mb": None, "gradient_mb": None}
+TENSOR_KEYS = {"layers": 8, "layer_ms": None, "allreduce_mb": None}
+
+
+def validate(where, key, block, workers, error):
+    """The job's ``pipeline`` or ``tensor`` block, with defaults; raises ``error`` naming the key."""
+    allowed = PIPELINE_KEYS if key.endswith("pipeline") else TENSOR_KEYS
+    if not isinstance(block, dict):
+        raise error(where, key, block, "a mapping: " + ", ".join(allowed))
+    for k in block:
+        if k not in allowed:
+            raise error(where, f"{key}.{k}", block[k], "unknown key; allowed: " + ", ".join(allowed))
+    out = {k: block.get(k, v) for k, v in allowed.items()}
+    for k, v in out.items():
+        if k == "schedule":
+            if v not in ("gpipe", "1f1b"):
+                raise error(where, f"{key}.schedule", v, "gpipe | 1f1b")
+        elif k in ("micro_batches", "layers"):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise error(where, f"{key}.{k}", v, "a whole number >= 1")
+        elif k == "gradient_mb" and v is None:
+            out[k] = out["activation_mb"]
+        elif isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            raise error(where, f"{key}.{k}", v, "a number > 0")
+    if key.endswith("tensor") and workers < 2:
+        raise error(where, key.rsplit(".", 1)[0] + ".workers", workers, ">= 2 ranks for tensor parallelism")
+    if key.endswith("pipeline") and workers < 2:
+        raise error(where, key.rsplit(".", 1)[0] + ".workers", workers, ">= 2 stages (one per worker)")
+    return out
+
+
+def hop_latency_s(link):
+    """Store-and-forward time of one full packet on one emulated link, added per hop to each flow's
+    arrival in the model. A flow at line rate empties the shaper's token bucket, so its last packet
+    waits a serialization time at every hop: ~8.7 ms over a fat-tree's 6 links at 50 Mbit/s
+    (negligible at the reference rate, not in the scaled-down emulator). Pacing targets planned
+    without it were missed by 30-70 ms (median) in emulation, with it by -10..+26 ms."""
+    return (link.mtu + 38) * 8 / (link.rate_mbps * 1e6)
+
+
+def step_of(job):
+    """The job's step as an EchelonFlow (bytes at the reference rate)."""
+    if job.pipeline:
+        p = job.pipeline
+        return echelon.pipeline(job.name, job.workers, p["micro_batches"], p["forward_ms"], p["backward_ms"],
+                                p["activation_mb"] * 1e6, p["gradient_mb"] * 1e6, schedule=p["schedule"])
+    t = job.tensor
+    return echelon.tensor_parallel(job.name, t["layers"], t["layer_ms"], t["allreduce_mb"] * 1e6, ranks=job.workers)
+
+
+def programs(e, workers):
+    """Per worker, its ops in order with the flows each consumes and releases (indices into e.flows).
+    Pipeline stage s runs resource s; a tensor-parallel rank runs the shared layer sequence (resource 0)
+    and consumes the all-reduce flows sent to it."""
+    out = {}
+    for w in range(workers):
+        seq = e.order.get(w, e.order[0]) if len(e.order) > 1 else e.order[0]
+        ops = []
+        for op in seq:
+            ops.append({"op": op, "dur_s": e.ops[op][1],
+                        "inputs": [i for i, f in enumerate(e.flows) if f.feeds == op and f.dst == w],
+                        "outputs": [i for i, f in enumerate(e.flows) if f.after == op and f.src == w]})
+        out[w] = ops
+    return out
+
+
+def grid_period(spec, routes, hosts_of):
+    """The step grid: 1.25 x the slowest job's step when every job starts together under fair
+    sharing (the same for every flow scheduler and every shift, so they all see the same load)."""
+    jobs = program_jobs(spec)
+    fair = simulate_steps([JobStep(j.name, step_of(j), hosts_of[j.name]) for j in jobs], routes, _capacity(spec),
+                          "fair", hop_latency_s=hop_latency_s(spec.link))
+    return math.ceil(PERIOD_MARGIN * max(v["step_s"] for v in fair.values()) * 1000) / 1000
+
+
+def steady_steps(spec, routes, hosts_of, shifts_ms, period, policy):
+    """The model's step of every job in the steady state of the grid: each job's step k = 0 between
+    its steps -1 and +1 (which may overlap the other jobs' step 0 when shifted), all under ``policy``.
+    Returns {job: harness.sim.flows result of its step 0}."""
+    steps = []
+    for j in program_jobs(spec):
+        for k in (0, 1, 2):                     # start times >= 0: step "0" is the middle one
+            start = shifts_ms.get(j.name, 0.0) / 1000 + k * period
+            steps.append(JobStep(j.name if k == 1 else f"{j.name}#{k - 1}", step_of(j), hosts_of[j.name], start))
+    out = simulate_steps(steps, routes, _capacity(spec), policy, hop_latency_s=hop_latency_s(spec.link))
+    return {j.name: out[j.name] for j in program_jobs(spec)}
+
+
+def program_jobs(spec):
+    return [j for j in spec.jobs if j.is_program]
+
+
+def plan(spec, routes, hosts_of, shifts_ms, period=None):
+    """The decision for every program job: ``{"policy", "period_s", "jobs": {name: {...}}}`` with each
+    job's flows (name, src, dst, bytes at reference, d_s, target_s and sending schedule, or None under
+    fair sharing) and the model's predicted step and ECT under the chosen policy and under fair sharing."""
+    period = period or grid_period(spec, routes, hosts_of)
+    fair = steady_steps(spec, routes, hosts_of, shifts_ms, period, "fair")
+    chosen = fair if spec.flow_scheduler == "fair" else steady_steps(spec, routes, hosts_of, shifts_ms, period,
+                                                                     spec.flow_scheduler)
+    out = {"policy": spec.flow_scheduler, "period_s": period, "hop_latency_s": round(hop_latency_s(spec.link), 6),
+           "jobs": {}}
+    paced = spec.flow_scheduler != "fair"
+    for j in program_jobs(spec):
+        e = step_of(j)
+        res = chosen[j.name]
+        flows = [{"name": f.name, "src": f.src, "dst": f.dst, "bytes": f.bytes, "d_s": d,
+                  "target_s": round(float(res["finish_s"][f.name]), 6) if paced else None,
+                  "schedule": res["curve"][f.name] if paced else None} for f, d in zip(e.flows, e.d)]
+        out["jobs"][j.name] = {
+            "kind": "pipeline" if j.pipeline else "tensor", "flows": flows,
+            "ideal_step_s": round(echelon.step_time(e, {}), 6),
+            "predicted": {k: round(float(res[k]), 6) for k in ("step_s", "ect_s", "coflow_s")},
+            "predicted_fair": {k: round(float(fair[j.name][k]), 6) for k in ("step_s", "ect_s", "coflow_s")}}
+    return out
+
+
+def agent_config(job, decision, scale, dilation=1.0):
+    """The part of a program job's agent config that the runner adds to the common keys: flows with
+    emulated bytes and dilated targets, per-worker programs, the step grid."""
+    e = step_of(job)
+    d = decision["jobs"][job.name]
+    flows = [{**f, "bytes": max(1, int(round(f["bytes"] * scale))),
+              "target_s": None if f["target_s"] is None else f["target_s"] * dilation,
+              "schedule": None if f["schedule"] is None else [[t * dilation, x] for t, x in f["schedule"]]}
+             for f in d["flows"]]
+    progs = {str(w): [{**op, "dur_s": op["dur_s"] * dilation} for op in ops]
+             for w, ops in programs(e, job.workers).items()}
+    return {"kind": "program", "flows": flows, "programs": progs, "period_s": decision["period_s"] * dilation}
+
+
+def simulate_programs(spec):
+    """``interleave simulate`` for program jobs: the flow model's step of every job under the spec's
+    flow scheduler (each step repeats on the grid with the same overlap, so one step stands for all),
+    in the summary schema of harness.sim."""
+    import time
+
+    from harness.schedulers.plan import schedule
+    t0 = time.perf_counter()
+    plan = schedule(spec)
+    fp = plan["flow_scheduler"]
+    jobs = {}
+    for j in plan["jobs"]:
+        d = fp["jobs"][j["name"]]
+        step_ms, ideal_ms = d["predicted"]["step_s"] * 1000, d["ideal_step_s"] * 1000
+        # a step that overruns the grid delays the next one: the job then runs at its step time
+        every_s = max(fp["period_s"], d["predicted"]["step_s"])
+        jobs[j["name"]] = {"model": j["model"], "hosts": j["hosts"], "iterations": j["iterations"],
+                           "iteration_ms_mean": round(step_ms, 2), "iteration_ms_p99": round(step_ms, 2),
+                           "iteration_ms_profile": round(ideal_ms, 2),
+                           "iteration_ms_meaning": "step time of the consuming computation",
+                           "ect_ms_mean": round(d["predicted"]["ect_s"] * 1000, 2),
+                           "coflow_ms": round(d["predicted"]["coflow_s"] * 1000, 2),
+                           "jct_s": round(j["time_shift_ms"] / 1000 + (j["iterations"] - 1) * every_s
+                                          + d["predicted"]["step_s"], 3),
+                           "ecn_marks": None, "time_shift_ms": j["time_shift_ms"]}
+    vals = [v["iteration_ms_mean"] for v in jobs.values()]
+    slow = [v["iteration_ms_mean"] / v["iteration_ms_profile"] for v in jobs.values()]
+    return {
+        "scheduler": spec.scheduler, "flow_scheduler": spec.flow_scheduler, "spec": spec.name, "jobs": jobs,
+        "totals": {"iteration_ms_mean": round(sum(vals) / len(vals), 2), "iteration_ms_p99": round(max(vals), 2),
+                   "ect_ms_mean": round(sum(v["ect_ms_mean"] for v in jobs.values()) / len(jobs), 2),
+                   "ecn_marks": None, "slowdown_mean": round(sum(slow) / len(slow), 4),
+                   "slowdown_p99": round(max(slow), 4),
+                   "jct_s_mean": round(sum(v["jct_s"] for v in jobs.values()) / len(jobs), 3),
+                   "makespan_s": round(max(v["jct_s"] for v in jobs.values()), 3),
+                   "communication_overhead_s": round(sum((v["iteration_ms_mean"] - v["iteration_ms_profile"])
+                                                         * v["iterations"] for v in jobs.values()) / 1000, 3)},
+        "fidelity": {"ok": True, "notes": ["flow-level model of one step per job (harness.sim.flows)"]},
+        "simulator": {"wall_s": round(time.perf_counter() - t0, 3), "model": "harness.sim.flows",
+                      "period_s": fp["period_s"], "hop_latency_s": fp["hop_latency_s"]},
+    }
+
+
+def search_shifts(spec, routes, hosts_of, period):
+    """CASSINI's idea for program jobs (``fixed+cassini``): time-shift the jobs' step grids so that
+    their communication interleaves. CASSINI's circles need a periodic Up/Down profile, which a
+    pipeline step is not; the flow model scores a shift instead (steady state of the grid, under the
+    spec's flow scheduler). Greedy in job order: the first job keeps shift 0, each next one takes the
+    multiple of period / ``cassini.candidates`` that minimises the model's mean step of the jobs
+    placed so far. Returns ({job: shift_ms}, {shift_ms: predicted mean step ms} of the last search)."""
+    jobs = program_jobs(spec)
+    n = spec.cassini["candidates"]
+    shifts, scores = {jobs[0].name: 0.0}, {}
+    for j in jobs[1:]:
+        scores = {}
+        for k in range(n):
+            trial = {**shifts, j.name: round(k * period / n * 1000, 3)}
+            sub = spec_with_jobs(spec, [x for x in jobs if x.name in trial])
+            steps = steady_steps(sub, routes, hosts_of, trial, period, spec.flow_scheduler)
+            scores[trial[j.name]] = round(float(1000 * sum(v["step_s"] for v in steps.values()) / len(steps)), 3)
+        shifts[j.name] = min(scores, key=lambda s: (scores[s], s))
+    return shifts, scores
+
+
+def spec_with_jobs(spec, jobs):
+    import dataclasses
+    return dataclasses.replace(spec, jobs=jobs)
+
+
+def _capacity(spec):
+    return {d: spec.reference_gbps for link in spec.topology.links for d, *_ in link.directions()}
+
+
+def schedule_programs(spec, routes):
+    """The plan (``interleave schedule``'s document) of a spec of program jobs: pinned hosts, the
+    spec's shifts (``fixed``) or searched ones (``fixed+cassini``), the flow scheduler's decision."""
+    hosts = {j.name: j.hosts for j in spec.jobs}
+    period = grid_period(spec, routes, hosts)
+    search = {}
+    if spec.uses_cassini:
+        shifts, search = search_shifts(spec, routes, hosts, period)
+    else:
+        shifts = {j.name: j.time_shift_ms or 0.0 for j in spec.jobs}
+    fp = plan(spec, routes, hosts, shifts, period)
+    period = fp["period_s"]
+    jobs = [{"name": j.name, "model": j.model, "hosts": j.hosts, "time_shift_ms": shifts[j.name],
+             "iteration_ms": round(period * 1000, 3), "iterations": j.iterations, "arrival_s": j.arrival_s,
+             "placed_at_s": j.arrival_s, "finish_est_s": round(j.arrival_s + j.iterations * period, 3),
+             "alone": False} for j in spec.jobs]
+    return {
+        "scheduler": spec.scheduler, "spec": spec.name, "seed": spec.seed,
+        "topology": spec.topology.summary(), "reference_gbps": spec.reference_gbps,
+        "jobs": jobs, "links": [], "affinity_graph": {"loop_free": None},
+        "candidates_considered": max(1, len(search)), "epochs": [],
+        "params": {"shift_search_ms": search} if search else {},
+        "routes": "computed by harness.routing (deterministic least-loaded ECMP); pinned by the runner",
+        "flow_scheduler": fp,
+    }

@@ -1,0 +1,129 @@
+"""Program jobs (pipeline / tensor blocks) in specs, the flow scheduler's plan, and its agent configs."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import spec as spec_mod
+from harness.errors import UsageError
+from harness.schedulers import flowplan
+from harness.schedulers.plan import schedule
+
+ROOT = Path(__file__).resolve().parents[2]
+PIPE = {"schedule": "gpipe", "micro_batches": 8, "forward_ms": 40, "backward_ms": 80, "activation_mb": 160}
+
+
+def pipeline_spec(flow="fair", block=None, **kw):
+    raw = {"name": "p", "topology": {"name": "fattree"}, "scheduler": "fixed", "flow_scheduler": flow,
+           "jobs": [{"name": "a", "model": "gpt2", "workers": 4, "hosts": ["h1", "h7", "h13", "h19"],
+                     "iterations": 5, "pipeline": dict(block or PIPE)},
+                    {"name": "b", "model": "gpt2", "workers": 4, "hosts": ["h2", "h8", "h14", "h20"],
+                     "iterations": 5, "pipeline": dict(block or PIPE)}]}
+    raw.update(kw)
+    return spec_mod.from_mapping(raw, "t.yaml")
+
+
+@pytest.mark.parametrize("change,key", [
+    ({"flow_scheduler": "pfabric"}, "flow_scheduler"),
+    ({"block": {**PIPE, "schedule": "zb-v"}}, "jobs[0].pipeline.schedule"),
+    ({"block": {**PIPE, "micro_batches": 0}}, "jobs[0].pipeline.micro_batches"),
+    ({"block": {**PIPE, "stages": 4}}, "jobs[0].pipeline.stages"),
+    ({"block": {k: v for k, v in PIPE.items() if k != "forward_ms"}}, "jobs[0].pipeline.forward_ms"),
+    ({"scheduler": "themis"}, "scheduler"),
+    ({"background": {"load": 0.5}}, "background.load"),
+])
+def test_bad_program_specs_name_the_key(change, key):
+    change = dict(change)
+    flow = change.pop("flow_scheduler", "fair")
+    with pytest.raises(UsageError) as e:
+        pipeline_spec(flow, **change)
+    assert str(e.value).startswith(f"t.yaml: {key}:"), str(e.value)
+
+
+def test_flow_schedulers_need_program_jobs_and_programs_need_each_other():
+    with pytest.raises(UsageError, match="flow_scheduler: 'echelon'"):
+        spec_mod.from_mapping({"jobs": [{"model": "vgg16"}], "flow_scheduler": "echelon"}, "t.yaml")
+    raw = {"scheduler": "fixed", "jobs": [
+        {"model": "gpt2", "workers": 2, "hosts": ["h1", "h7"], "pipeline": PIPE},
+        {"model": "vgg16", "workers": 2, "hosts": ["h2", "h8"]}]}
+    with pytest.raises(UsageError, match=r"jobs\[1\]"):
+        spec_mod.from_mapping(raw, "t.yaml")
+
+
+def test_scheduler_override_names_the_flow_scheduler():
+    s = spec_mod.load(ROOT / "experiments/echelon-gpipe.yaml", scheduler="fixed:coflow")
+    assert (s.scheduler, s.flow_scheduler) == ("fixed", "coflow")
+    with pytest.raises(UsageError, match="flow_scheduler"):
+        spec_mod.load(ROOT / "experiments/echelon-gpipe.yaml", scheduler="fixed:fastest")
+
+
+def test_programs_give_every_flow_one_producer_and_one_consumer():
+    job = pipeline_spec().jobs[0]
+    e = flowplan.step_of(job)
+    progs = flowplan.programs(e, 4)
+    produced = [i for w, ops in progs.items() for op in ops for i in op["outputs"]]
+    consumed = [i for w, ops in progs.items() for op in ops for i in op["inputs"]]
+    assert sorted(produced) == sorted(consumed) == list(range(len(e.flows)))
+    for w, ops in progs.items():
+        assert len(ops) == 16                                           # 8 forwards, 8 backwards
+        for op in ops:
+            assert all(e.flows[i].src == w for i in op["outputs"]) and all(e.flows[i].dst == w for i in op["inputs"])
+    assert progs[0][0]["inputs"] == []                                  # stage 0 starts the step
+    t = spec_mod.from_mapping({"scheduler": "fixed", "jobs": [{"model": "gpt2", "workers": 2, "hosts": ["h1", "h7"],
+                               "tensor": {"layers": 3, "layer_ms": 10, "allreduce_mb": 8}}]}, "t.yaml").jobs[0]
+    tp = flowplan.programs(flowplan.step_of(t), 2)
+    assert [op["op"] for op in tp[0]] == [op["op"] for op in tp[1]] == ["L:0", "L:1", "L:2"]
+    assert [len(op["inputs"]) for op in tp[1]] == [0, 1, 1]             # each layer waits for its all-reduce
+
+
+def test_plan_paces_only_under_coflow_and_echelon():
+    fair = schedule(pipeline_spec("fair"))["flow_scheduler"]
+    ech = schedule(pipeline_spec("echelon"))["flow_scheduler"]
+    assert fair["period_s"] == ech["period_s"]                          # one grid for every policy
+    assert all(f["schedule"] is None for f in fair["jobs"]["a"]["flows"])
+    for f in ech["jobs"]["a"]["flows"]:
+        assert f["schedule"][-1][1] == 1.0 and f["target_s"] >= f["schedule"][-1][0]
+    assert ech["jobs"]["a"]["predicted"]["step_s"] >= ech["jobs"]["a"]["ideal_step_s"]
+    # the grid leaves room: 1.25 x the slowest step under fair sharing
+    slowest = max(v["predicted"]["step_s"] for v in fair["jobs"].values())
+    assert fair["period_s"] == pytest.approx(1.25 * slowest, abs=1e-3)
+
+
+def test_agent_config_scales_bytes_and_dilates_time():
+    sp = pipeline_spec("echelon")
+    fp = schedule(sp)["flow_scheduler"]
+    cfg = flowplan.agent_config(sp.jobs[0], fp, scale=1e-3, dilation=2.0)
+    f0, p0 = cfg["flows"][0], fp["jobs"]["a"]["flows"][0]
+    assert f0["bytes"] == 160_000 and f0["target_s"] == pytest.approx(2 * p0["target_s"])
+    assert [t for t, _x in f0["schedule"]] == pytest.approx([2 * t for t, _x in p0["schedule"]])
+    assert cfg["period_s"] == pytest.approx(2 * fp["period_s"]) and cfg["programs"]["0"][0]["dur_s"] == 0.08
+
+
+def test_simulate_cli_on_a_pipeline_spec():
+    out = {}
+    for flow in ("fair", "echelon"):
+        p = subprocess.run([sys.executable, "-m", "harness.cli", "simulate", "experiments/echelon-1f1b.yaml",
+                            "--scheduler", f"fixed:{flow}", "--json"], capture_output=True, text=True, cwd=ROOT)
+        assert p.returncode == 0, p.stderr
+        out[flow] = json.loads(p.stdout)
+        assert out[flow]["flow_scheduler"] == flow and "mean ECT" in p.stderr
+    t = {k: v["totals"] for k, v in out.items()}
+    assert t["echelon"]["iteration_ms_mean"] < t["fair"]["iteration_ms_mean"]
+    assert t["echelon"]["ect_ms_mean"] < t["fair"]["ect_ms_mean"]
+    assert t["fair"]["iteration_ms_mean"] >= out["fair"]["jobs"]["a"]["iteration_ms_profile"]
+
+
+def test_fixed_cassini_searches_a_shift_that_the_model_prefers():
+    sp = spec_mod.load(ROOT / "experiments/echelon-tensor.yaml", scheduler="fixed+cassini:fair")
+    sp.cassini["candidates"] = 5
+    p = schedule(sp)
+    scores = p["params"]["shift_search_ms"]
+    shift = p["jobs"][1]["time_shift_ms"]
+    assert p["jobs"][0]["time_shift_ms"] == 0.0 and len(scores) == 5
+    assert scores[shift] == min(scores.values()) < scores[0.0]        # interleaving the steps beats colliding
+    pred = p["flow_scheduler"]["jobs"]
+    assert sum(v["predicted"]["step_s"] for v in pred.values()) / 2 * 1000 == pytest.approx(scores[shift], abs=1e-3)
+    with pytest.raises(UsageError, match="fixed\\+cassini only with pipeline or tensor jobs"):
+        spec_mod.from_mapping({"scheduler": "fixed+cassini", "jobs": [{"model": "vgg16", "hosts": ["h1", "h2"]}]}, "t.yaml")

@@ -1,0 +1,234 @@
+"""Program replay: one worker of a pipeline- or tensor-parallel job whose computation waits for its inputs.
+
+Run by workloads.agent when its config has ``"kind": "program"`` (built by harness.schedulers.echelon
+from a workloads.echelon EchelonFlow). The worker runs its ops in order, step after step; an op
+starts only when every flow it consumes has arrived; when an op ends, the flows it releases are
+queued on their connection (one TCP connection per ordered worker pair, flows in release order) and
+sent by that connection's sender thread while computation goes on. So the order and time in which
+flows finish change the step time, as they would change a pipeline's.
+
+Steps. Step k of the job is planned at ``t0 + shift + k * period``: a worker whose first op needs no
+input (pipeline stage 0, every tensor-parallel rank) starts the step at that slot or, if the previous
+step overran it, as soon as its previous step ended; other workers follow their inputs. The step's
+reference time (for targets and the ECT) is its planned slot, or its late start: every flow carries
+it in its header.
+
+Pacing (the central decision enforced at the host): a flow with a ``schedule`` (its planned
+cumulative sending curve, seconds after its step's reference; it ends so that the flow arrives at
+``target_s``) sends each 8 KB slice when the curve reaches it, minus the path latency of a slice
+measured before the start. A slice whose time has passed (the flow was released late, or congestion
+held it) goes at once: the flow catches up as fast as TCP allows. A flow without a schedule (fair
+sharing) is sent at once and TCP shares the links.
+
+Output: iteration rows as the agent's (``start`` first op start, ``comm_start`` first flow released
+or received, ``comm_end`` last flow received, ``end`` last op end), and ``<out>.flows`` rows
+``job,step,flow,src,dst,bytes,reference,release,start,finish,target`` for the flows this worker
+received (seconds since ``run_start``; ``target`` empty when not paced).
+"""
+import bisect
+import json
+import queue
+import struct
+import threading
+
+from workloads.agent import PAYLOAD, SLICE, Peers, Stopped, _recv_exact, now, sleep_until
+
+HEADER = struct.Struct("!IIdd")     # step, flow index, step reference (monotonic s), release time
+CAL_STEP, CAL_ROUNDS = 0xFFFFFFFF, 11
+
+
+class ConnectionLost(RuntimeError):
+    pass
+
+
+def paced_send(sock, n, ref, schedule, tail_s=0.0):
+    """Send n bytes along ``schedule`` ([[t, fraction of bytes sent], ...], t seconds after the
+    monotonic time ``ref``): each slice is written when the schedule has sent every byte up to and
+    including it, minus ``tail_s`` (the path latency of a slice). No schedule: at once. A slice whose
+    time is past goes at once, so a late flow catches up as fast as TCP allows."""
+    if not schedule:
+        sent = 0
+        while sent < n:
+            k = min(len(PAYLOAD), n - sent)
+            sock.sendall(PAYLOAD[:k])
+            sent += k
+        return
+    ts = [p[0] for p in schedule]
+    xs = [p[1] for p in schedule]
+    sent = 0
+    while sent < n:
+        k = min(SLICE, n - sent)
+        sleep_until(ref + schedule_time(ts, xs, (sent + k) / n) - tail_s)
+        sock.sendall(PAYLOAD[:k])
+        sent += k
+
+
+def schedule_time(ts, xs, frac):
+    """The first time at which the piecewise-linear schedule (ts, xs) reaches ``frac``."""
+    i = bisect.bisect_left(xs, frac - 1e-12)
+    if i <= 0:
+        return ts[0]
+    if i >= len(xs):
+        return ts[-1]
+    x0, x1, t0, t1 = xs[i - 1], xs[i], ts[i - 1], ts[i]
+    return t1 if x1 <= x0 else t0 + (t1 - t0) * (frac - x0) / (x1 - x0)
+
+
+class Worker:
+    def __init__(self, cfg, worker):
+        self.cfg, self.me = cfg, worker
+        self.flows = cfg["flows"]
+        self.ops = cfg["programs"][str(worker)]
+        self.arrived = {}                    # (step, flow) -> (reference, release, start, finish)
+        self.cv = threading.Condition()
+        self.errors = []
+        self.queues = {}
+        self.tail = 0.0
+
+    def pairs(self):
+        return {(f["src"], f["dst"]) for f in self.flows if self.me in (f["src"], f["dst"])}
+
+    def _receiver(self, sock):
+        try:
+            while True:
+                step, idx, ref, release = HEADER.unpack(_recv_exact(sock, HEADER.size))
+                t = now()
+                n = self.flows[idx]["bytes"]
+                got = 0
+                buf = bytearray(min(n, 1 << 20))
+                while got < n:
+                    k = sock.recv_into(buf, min(n - got, len(buf)))
+                    if k == 0:
+                        raise Stopped("peer closed")
+                    got += k
+                with self.cv:
+                    self.arrived[(step, idx)] = (ref, release, t, now())
+                    self.cv.notify_all()
+        except (Stopped, OSError) as exc:
+            with self.cv:
+                self.errors.append(exc)
+                self.cv.notify_all()
+
+    def _sender(self, sock, q):
+        try:
+            while True:
+                item = q.get()
+                if item is None:
+                    return
+                step, idx, ref, release = item
+                f = self.flows[idx]
+                sock.sendall(HEADER.pack(step, idx, ref, release))
+                paced_send(sock, f["bytes"], ref, f.get("schedule"), self.tail)
+        except OSError as exc:
+            with self.cv:
+                self.errors.append(exc)
+                self.cv.notify_all()
+
+    def wait_inputs(self, step, inputs):
+        with self.cv:
+            while not all((step, i) in self.arrived for i in inputs):
+                if self.errors:
+                    raise ConnectionLost(f"worker {self.me}: step {step}: a peer's connection ended before "
+                                         f"its flows arrived ({self.errors[0]})")
+                self.cv.wait(0.2)
+            return [self.arrived[(step, i)] for i in inputs]
+
+    def calibrate(self, peers):
+        """Median time for one slice to reach a successor (its 1-byte echo's return included): what
+        a paced flow's schedule leaves for the path, so that the last slice arrives at the target."""
+        times = []
+        for _dst, s in sorted(peers.out.items()):
+            for _ in range(CAL_ROUNDS):
+                t = now()
+                s.sendall(HEADER.pack(CAL_STEP, 0, 0.0, 0.0) + PAYLOAD[:SLICE])
+                _recv_exact(s, 1)
+                times.append(now() - t)
+        return sorted(times)[len(times) // 2] if times else 0.0
+
+
+def run(cfg, worker, out_path):
+    """The program loop; returns the agent's final summary."""
+    w = Worker(cfg, worker)
+    peers = Peers({**cfg, "worker": worker, "pairs": sorted(w.pairs())})
+    t0 = cfg["t0"] + cfg["time_shift_ms"] / 1000.0
+    period = cfg["period_s"]
+    run_start = cfg["run_start"]
+    first_start = t0 + cfg.get("first_slot", 0) * period
+    peers.connect(deadline=first_start - 0.3 if first_start - now() > 1.3 else now() + 10)
+    for s in peers.inc.values():
+        threading.Thread(target=_calibration_then_receive, args=(w, s), daemon=True).start()
+    w.tail = w.calibrate(peers)
+    senders = []
+    for dst, s in peers.out.items():
+        w.queues[dst] = queue.Queue()
+        senders.append(threading.Thread(target=w._sender, args=(s, w.queues[dst]), daemon=True))
+        senders[-1].start()
+    rows = open(out_path, "a", buffering=1)
+    frows = open(out_path + ".flows", "a", buffering=1)
+    done = 0
+    needs_input = bool(w.ops and w.ops[0]["inputs"])
+    try:
+        for k in range(cfg["iterations"]):
+            slot = t0 + (cfg.get("first_slot", 0) + k) * period
+            ref = None
+            if not needs_input:
+                sleep_until(slot)
+                ref = max(slot, now())
+            start = None
+            comm = []                       # times a flow of this step was released or received
+            for op in w.ops:
+                got = w.wait_inputs(k, op["inputs"])
+                if got:
+                    ref = ref if ref is not None else got[0][0]
+                    comm += [g[2] for g in got] + [g[3] for g in got]
+                t = now()
+                start = start if start is not None else t
+                sleep_until(t + op["dur_s"])
+                released = now()
+                for i in op["outputs"]:
+                    comm.append(released)
+                    w.queues[w.flows[i]["dst"]].put((k, i, ref, released))
+            end = now()
+            with w.cv:
+                mine = sorted((key, w.arrived.pop(key)) for key in [x for x in w.arrived if x[0] == k])
+            base = k + cfg.get("iteration_base", 0)
+            for (_step, i), (r, rel, st, fin) in mine:
+                f = w.flows[i]
+                tgt = "" if f.get("target_s") is None else f"{r + f['target_s'] - run_start:.6f}"
+                frows.write(f"{cfg['job']},{base},{f['name']},{f['src']},{f['dst']},{f['bytes']},{r - run_start:.6f},"
+                            f"{rel - run_start:.6f},{st - run_start:.6f},{fin - run_start:.6f},{tgt}\n")
+            rows.write(f"{cfg['job']},{worker},{base},{k},{start - run_start:.6f},"
+                       f"{min(comm, default=start) - run_start:.6f},{max(comm, default=end) - run_start:.6f},"
+                       f"{end - run_start:.6f},0\n")
+            done += 1
+        # the last flows must leave before the connections close
+        for q in w.queues.values():
+            q.put(None)
+        for t in senders:
+            t.join(10)
+    except Stopped:
+        pass
+    finally:
+        rows.close()
+        frows.close()
+        for s in list(peers.out.values()) + list(peers.inc.values()):
+            s.close()
+    return {"job": cfg["job"], "worker": worker, "iterations": done, "realignments": 0,
+            "step_latency_ms": {"slice": round(w.tail * 1000, 3)}}
+
+
+def _calibration_then_receive(w, sock):
+    try:
+        for _ in range(CAL_ROUNDS):
+            _recv_exact(sock, HEADER.size + SLICE)
+            sock.sendall(b"\0")
+    except (Stopped, OSError) as exc:
+        with w.cv:
+            w.errors.append(exc)
+        return
+    w._receiver(sock)
+
+
+def main(cfg, worker, out_path):
+    print(json.dumps(run(cfg, worker, out_path)), flush=True)
+    return 0
