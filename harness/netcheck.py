@@ -103,20 +103,20 @@ def check_shaped_rate(fab, seconds=3):
 def check_ecn(fab, seconds=4):
     import tempfile
 
-    from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, read_jsonl
+    from harness.telemetry import Telemetry, read_jsonl, wait_ce_quiet
     topo = fab.topo
     a, b, dst = topo.hosts[0], topo.hosts[1], topo.hosts[-1]
     params = topo.link_between(dst, topo.edge_of(dst)).params
     # congested: two full-rate senders into one receiver, the controller polling its counters
     tmp = tempfile.TemporaryDirectory(prefix="interleave-netcheck-")
     tm = Telemetry(fab, tmp.name, period_ms=200, marker=False, ce_period_ms=200).start()
-    time.sleep(FLOW_STATS_SETTLE_S)
-    m0, ce0 = _marks(fab), ce_received(fab, dst)
+    wait_ce_quiet(tm.of_path)       # counters caught up with earlier traffic ...
+    m0, ce0, base = _marks(fab), ce_received(fab, dst), read_jsonl(tm.of_path)
     rates = iperf(fab, [(a, dst), (b, dst)], seconds)
-    time.sleep(FLOW_STATS_SETTLE_S)
+    wait_ce_quiet(tm.of_path)       # ... and with the last packets of this window
     m1, ce1 = _marks(fab), ce_received(fab, dst)
     tm.stop()
-    counters = _counters_check(fab, read_jsonl(tm.of_path), {d: m1[d] - m0.get(d, 0) for d in m1},
+    counters = _counters_check(fab, base, read_jsonl(tm.of_path), {d: m1[d] - m0.get(d, 0) for d in m1},
                                [(a, dst), (b, dst)])
     tmp.cleanup()
     marked = {d: m1[d] - m0.get(d, 0) for d in m1 if m1[d] - m0.get(d, 0)}
@@ -137,11 +137,15 @@ def check_ecn(fab, seconds=4):
     return [congested, idle, counters]
 
 
-def _counters_check(fab, records, marks_by_dev, flows):
+def _counters_check(fab, base, records, marks_by_dev, flows):
+    """``base``: the telemetry records up to the window's start (its latest CE sample per switch is
+    the baseline); ``records``: all of them, up to the window's end."""
     from harness.telemetry import ce_arrivals
     topo = fab.topo
     ces = [r for r in records if r["kind"] == "ce"]
     first, last = {}, {}
+    for r in [r for r in base if r["kind"] == "ce"]:
+        first[r["dpid"]] = r["ce"]
     for r in ces:
         first.setdefault(r["dpid"], r["ce"])
         last[r["dpid"]] = r["ce"]

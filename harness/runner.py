@@ -5,7 +5,9 @@ doctor chose; start telemetry; start each job's agents when its epoch comes and 
 (a job that the schedule placed on hosts still busy waits for them); stop; write the results.
 
 Results directory (the contract): ``spec.yaml``, ``schedule.json``, ``environment.json``,
-``iterations.csv``, ``links.csv``, ``summary.json``. It is written under ``<out>.partial`` and
+``iterations.csv``, ``links.csv``, ``summary.json``; with pipeline or tensor jobs (workloads.stage)
+also ``flows.csv`` (every flow's step reference, release, arrival and pacing target), and their
+summary gives the consumer's step time, ECT and pacing error (``add_step_metrics``). It is written under ``<out>.partial`` and
 renamed at the end: complete or absent. An interrupted or failed run tears the fabric down and
 keeps what it had under ``<name>.partial`` (no ``summary.json``), and says so. Files belong to the
 invoking user when run with sudo.

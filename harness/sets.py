@@ -15,8 +15,9 @@ an interrupted set resumes where it stopped), ``<spec name>/report/`` (``interle
 spec's runs), and ``table.md`` / ``table.json``: per spec and scheduler the mean over repeats, and
 the ratios of each ``X+cassini`` over its base ``X`` and of every other scheduler over the first
 one listed. Ratios are of means over repeats. A scheduler ``S:F`` runs scheduler S with
-``flow_scheduler: F`` (``fixed:echelon``; pipeline and tensor jobs), so flow schedulers compare too. A run entry may set ``background`` (load of every
-fabric link, simulator only) and ``label`` (its directory and row name; default the spec's name).
+``flow_scheduler: F`` (``fixed:echelon``; pipeline and tensor jobs), so flow schedulers compare
+too. A run entry may set ``background`` (load of every fabric link, simulator only) and ``label``
+(its directory and row name; default the spec's name).
 ``--simulate`` runs the set in harness.sim instead of the emulator (no root).
 Exit status 1 when ``--floors`` is given and a ratio falls below its floor.
 """

@@ -92,6 +92,27 @@ class Telemetry:
                            self.fab.port_dev, run_start)
 
 
+def wait_ce_quiet(path, quiet_s=FLOW_STATS_SETTLE_S, timeout_s=8.0):
+    """Wait until the controller's CE counters (records of kind ``ce`` in ``path``, written by a
+    running Telemetry) have not changed for ``quiet_s``, at most ``timeout_s``: the revalidator
+    pushes flow statistics up to 0.5 s late, later when the CPU is busy (a fixed 1.2 s wait once
+    left 20 of 337 CE packets uncounted during a CI run). Returns the seconds waited."""
+    t0 = time.monotonic()
+    seen, since = None, t0
+    while time.monotonic() - t0 < timeout_s:
+        latest = {}
+        for r in read_jsonl(path):
+            if r["kind"] == "ce":
+                latest[r["dpid"]] = r["ce"]
+        key = json.dumps(latest, sort_keys=True)
+        if key != seen:
+            seen, since = key, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            break
+        time.sleep(0.1)
+    return time.monotonic() - t0
+
+
 def read_jsonl(path):
     out = []
     p = Path(path)

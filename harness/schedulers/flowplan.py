@@ -1,32 +1,32 @@
 """The flow scheduler's central decision for pipeline- and tensor-parallel jobs (``flow_scheduler``).
 
 A spec job with a ``pipeline`` or ``tensor`` block is a *program job*: its step is an EchelonFlow
-(workloads.echelon) whose compute ops wait for their inputs, replayed by workloads.stage. Before the
-run, the flow scheduler plans one step of every program job together (each at its time shift) in the
-flow-level model (harness.sim.flows) under the spec's policy, on the routes the controller pins:
+(workloads.echelon) whose compute ops wait for their inputs, replayed by workloads.stage. Steps of
+every program job start on one grid, ``period_s`` = 1.25 x the slowest job's step when all start
+together under fair sharing (the same for every policy and shift, so all see the same offered load);
+a step that overruns its slot delays the next one. Before the run, the flow model (harness.sim.flows)
+plays the steady state of that grid (each job's step between its previous and next one, each job at
+its time shift) under the spec's policy, on the routes the controller pins:
 
   fair     no decision: every flow is sent at once and TCP shares the links;
-  coflow   every flow gets the finish time of the coflow schedule (SEBF across jobs, MADD within);
-  echelon  every flow gets the finish time of the echelon schedule (jobs by smallest bottleneck,
-           each flow paced to its slot R + d_i, leftover shared).
+  coflow   each flow follows the coflow schedule (SEBF across jobs, MADD within, leftover shared);
+  echelon  each flow follows the echelon schedule (jobs by smallest bottleneck, each flow paced to
+           its slot R + d_i, leftover shared).
 
-The hosts enforce the decision by pacing each flow along its planned sending schedule (the
-cumulative bytes the model sent by each instant, seconds after its step's reference), so that it
-arrives at its target; a flow behind its schedule (released late, or slowed by congestion) catches up
-as fast as TCP allows. The model adds the emulated links' per-hop
-latency to each flow's arrival (``hop_latency_s``). Steps of every program job start on one grid, ``period_s`` = 1.1 x the slowest job's
-step under fair sharing (the same for every policy, so the policies see the same offered load and
-the same overlap of jobs each step); a step that overruns its slot delays the next one. Composing
-with CASSINI: the jobs' ``time_shift_ms`` (``fixed``) or searched shifts (``fixed+cassini``,
-``search_shifts``) shift their grids across jobs, pacing works within each job's step. Naming: flows and ops as in workloads.echelon; bytes at the reference rate in the
-plan, scaled to the emulated rate in the agents' configs.
+The hosts enforce the decision by pacing each flow along its planned sending curve (fraction of
+bytes sent by each instant, seconds after its step's reference); a flow behind its curve (released
+late, or slowed by congestion) catches up as fast as TCP allows. The model adds the emulated links'
+per-hop latency to each arrival (``hop_latency_s``). Composing with CASSINI: the jobs'
+``time_shift_ms`` (``fixed``) or searched shifts (``fixed+cassini``, ``search_shifts``) shift their
+grids across jobs; pacing works within each job's step. Naming: flows and ops as in
+workloads.echelon; bytes at the reference rate in the plan, scaled to the emulated rate in the
+agents' configs (``agent_config``).
 """
 import math
 
 from harness.sim.flows import JobStep, simulate_steps
 from workloads import echelon
 
-POLICIES = ("fair", "coflow", "echelon")
 PERIOD_MARGIN = 1.25
 PIPELINE_KEYS = {"schedule": "gpipe", "micro_batches": 8, "forward_ms": None, "backward_ms": None,
                  "activation_mb": None, "gradient_mb": None}
@@ -64,8 +64,8 @@ def hop_latency_s(link):
     """Store-and-forward time of one full packet on one emulated link, added per hop to each flow's
     arrival in the model. A flow at line rate empties the shaper's token bucket, so its last packet
     waits a serialization time at every hop: ~8.7 ms over a fat-tree's 6 links at 50 Mbit/s
-    (negligible at the reference rate, not in the scaled-down emulator). Pacing targets planned
-    without it were missed by 30-70 ms (median) in emulation, with it by -10..+26 ms."""
+    (negligible at the reference rate, not in the scaled-down emulator). Pacing planned without it
+    missed its targets by 30-70 ms (median per run) in emulation; with it, -11..+18 ms."""
     return (link.mtu + 38) * 8 / (link.rate_mbps * 1e6)
 
 

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from harness.netcheck import ce_received
-from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, ce_by_pair, mono, read_jsonl
+from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, ce_by_pair, mono, read_jsonl, wait_ce_quiet
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def measure(fab, tmp_path, flows, seconds, rate_bps=None):
     time.sleep(FLOW_STATS_SETTLE_S)     # flow counters catch up with earlier traffic first
     ce0 = {d: ce_received(fab, d) for _s, d in flows}
     rates = iperf_bytes(fab, flows, seconds, rate_bps)
-    time.sleep(FLOW_STATS_SETTLE_S)     # and with the last packets of this window
+    wait_ce_quiet(tm.of_path)           # and with the last packets of this window
     ce1 = {d: ce_received(fab, d) for _s, d in flows}
     tm.stop()
     return tm, tm.links(run_start), rates, {d: ce1[d] - ce0[d] for d in ce0}
