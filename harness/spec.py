@@ -305,7 +305,7 @@ def _jobs(where, jobs_raw, profiles, topo, scheduler):
             it = profiles[model].iteration_ms
             if shift >= it and not blocks:
                 raise SpecError(where, f"{key}.time_shift_ms", shift, f"in [0, {it:g}) ms, the iteration of {model}")
-        if scheduler == "fixed" and pinned is None:
+        if scheduler in ("fixed", "fixed+cassini") and pinned is None:
             raise SpecError(where, f"{key}.hosts", None, "required with scheduler fixed (pinned hosts, no decisions)")
         jobs.append(Job(name, model, workers, iterations, arrival, list(pinned) if pinned else None, shift,
                         blocks.get("pipeline"), blocks.get("tensor")))

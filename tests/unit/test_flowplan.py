@@ -125,5 +125,8 @@ def test_fixed_cassini_searches_a_shift_that_the_model_prefers():
     assert scores[shift] == min(scores.values()) < scores[0.0]        # interleaving the steps beats colliding
     pred = p["flow_scheduler"]["jobs"]
     assert sum(v["predicted"]["step_s"] for v in pred.values()) / 2 * 1000 == pytest.approx(scores[shift], abs=1e-3)
+    raw = {"scheduler": "fixed+cassini", "jobs": [{"model": "gpt2", "workers": 2, "pipeline": PIPE}]}
+    with pytest.raises(UsageError, match=r"jobs\[0\]\.hosts"):                 # placement stays pinned
+        spec_mod.from_mapping(raw, "t.yaml")
     with pytest.raises(UsageError, match="fixed\\+cassini only with pipeline or tensor jobs"):
         spec_mod.from_mapping({"scheduler": "fixed+cassini", "jobs": [{"model": "vgg16", "hosts": ["h1", "h2"]}]}, "t.yaml")
