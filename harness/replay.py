@@ -35,6 +35,12 @@ def job_config(job, profile, hosts, ips, shift_ms, scale, t0, run_start, index, 
             "dscp": (index % 63) + 1, "realign": realign, "realign_frac": 0.05, **(extra or {})}
 
 
+def byte_scale(topo, hosts, reference_gbps):
+    """Emulated bytes per reference byte: the rate of the job's first host link over the reference
+    rate (timing is kept, bytes scale)."""
+    return topo.link_between(hosts[0], topo.edge_of(hosts[0])).params.rate_mbps / (reference_gbps * 1000)
+
+
 class Replayer:
     """Agents of several jobs on one fabric. ``start`` them, then ``wait`` or ``stop``."""
 
@@ -49,7 +55,7 @@ class Replayer:
         segment of a preempted job uses ``<job>.s<k>``)."""
         tag = tag or job.name
         topo = self.fab.topo
-        scale = topo.link_between(hosts[0], topo.edge_of(hosts[0])).params.rate_mbps / (profile.reference_gbps * 1000)
+        scale = byte_scale(topo, hosts, profile.reference_gbps)
         cfg = job_config(job, profile, hosts, [topo.ip(h) for h in hosts], shift_ms, scale, t0, run_start, index,
                          realign, extra)
         path = self.dir / f"{tag}.json"
@@ -68,12 +74,17 @@ class Replayer:
         return [k for k, p in self.procs.items() if p.poll() is None]
 
     def check(self):
-        """Raise AgentCrash naming the first agent that exited with an error."""
-        for (job, w), p in self.procs.items():
-            if p.poll() not in (None, 0):
-                err = p.stderr.read().decode(errors="replace").strip().splitlines()
-                raise AgentCrash(f"agent of job {job} worker {w} crashed (exit {p.returncode}): "
-                                 f"{err[-1] if err else 'no message'}")
+        """Raise AgentCrash naming an agent that exited with an error: one killed by a signal first
+        (the cause; its peers then fail on the lost connection), and how many others failed."""
+        failed = [(k, p) for k, p in self.procs.items() if p.poll() not in (None, 0)]
+        if not failed:
+            return
+        failed.sort(key=lambda kp: kp[1].returncode >= 0)
+        (job, w), p = failed[0]
+        err = p.stderr.read().decode(errors="replace").strip().splitlines()
+        more = f" ({len(failed) - 1} other agent(s) failed too)" if len(failed) > 1 else ""
+        raise AgentCrash(f"agent of job {job} worker {w} crashed (exit {p.returncode}): "
+                         f"{err[-1] if err else 'no message'}{more}")
 
     def wait(self, timeout, progress=None):
         deadline = time.monotonic() + timeout

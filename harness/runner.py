@@ -35,7 +35,7 @@ from harness.fabric import Fabric
 from harness.lifecycle import RunLock
 from harness.linkmodel import LinkParams
 from harness.netcheck import ce_received
-from harness.replay import COLUMNS as ITER_COLUMNS, Replayer
+from harness.replay import COLUMNS as ITER_COLUMNS, Replayer, byte_scale
 from harness.schedulers import flowplan
 from harness.schedulers.plan import groups, schedule
 from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, mono
@@ -199,9 +199,8 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
                             if keep and len(members) > 1:
                                 extra.update(group=members, beat_dir=str(rp.dir))
                             if job.is_program:
-                                h0 = hosts[0]
-                                scale = topo.link_between(h0, topo.edge_of(h0)).params.rate_mbps / (spec.reference_gbps * 1000)
-                                extra.update(flowplan.agent_config(job, plan["flow_scheduler"], scale, D))
+                                extra.update(flowplan.agent_config(job, plan["flow_scheduler"],
+                                                                   byte_scale(topo, hosts, spec.reference_gbps), D))
                             rp.start(job, prof, hosts, j["time_shift_ms"] * D, t_ref, run_start, index[j["name"]],
                                      keep, extra, tag=tag)
                             started[tag] = {"hosts": hosts, "t0": t_ref - run_start, "at": now, "first_slot": first}

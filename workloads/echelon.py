@@ -68,6 +68,7 @@ def timeline(ops, order, arrivals=None, flows=()):
     resource is free, its dependencies ended and the flows it consumes arrived (``arrivals``: flow
     name -> arrival time; absent = instantly). Returns ({op: start}, {op: end})."""
     arrivals = arrivals or {}
+    by_name = {f.name: f for f in flows}
     needs = {}
     for f in flows:
         if f.feeds:
@@ -84,7 +85,7 @@ def timeline(ops, order, arrivals=None, flows=()):
                 _res, dur, deps = ops[op]
                 if any(dep not in end for dep in deps):
                     break
-                t = max([free[r]] + [end[dep] for dep in deps] + [arrivals.get(fn, _release(fn, flows, end))
+                t = max([free[r]] + [end[dep] for dep in deps] + [arrivals.get(fn, _release(by_name[fn], end))
                                                                   for fn in needs.get(op, [])])
                 start[op], end[op] = t, t + dur
                 free[r] = end[op]
@@ -96,11 +97,9 @@ def timeline(ops, order, arrivals=None, flows=()):
     return start, end
 
 
-def _release(flow_name, flows, end):
-    for f in flows:
-        if f.name == flow_name:
-            return end.get(f.after, 0.0) if f.after else 0.0
-    return 0.0
+def _release(flow, end):
+    """When ``flow`` leaves its producer: the end of the op it follows (the step's start without one)."""
+    return end.get(flow.after, 0.0) if flow.after else 0.0
 
 
 def _pipeline_ops(stages, micro_batches, fwd_s, bwd_s, schedule):

@@ -31,7 +31,7 @@ import queue
 import struct
 import threading
 
-from workloads.agent import PAYLOAD, SLICE, Peers, Stopped, _recv_exact, now, sleep_until
+from workloads.agent import PAYLOAD, SLICE, Peers, Stopped, _drain, _recv_exact, now, sleep_until
 
 HEADER = struct.Struct("!IIdd")     # step, flow index, step reference (monotonic s), release time
 CAL_STEP, CAL_ROUNDS = 0xFFFFFFFF, 11
@@ -93,14 +93,7 @@ class Worker:
             while True:
                 step, idx, ref, release = HEADER.unpack(_recv_exact(sock, HEADER.size))
                 t = now()
-                n = self.flows[idx]["bytes"]
-                got = 0
-                buf = bytearray(min(n, 1 << 20))
-                while got < n:
-                    k = sock.recv_into(buf, min(n - got, len(buf)))
-                    if k == 0:
-                        raise Stopped("peer closed")
-                    got += k
+                _drain(sock, self.flows[idx]["bytes"])
                 with self.cv:
                     self.arrived[(step, idx)] = (ref, release, t, now())
                     self.cv.notify_all()

@@ -24,6 +24,7 @@ agents' configs (``agent_config``).
 """
 import math
 
+from harness.errors import require_number
 from harness.sim.flows import JobStep, simulate_steps
 from workloads import echelon
 
@@ -42,17 +43,19 @@ def validate(where, key, block, workers, error):
         if k not in allowed:
             raise error(where, f"{key}.{k}", block[k], "unknown key; allowed: " + ", ".join(allowed))
     out = {k: block.get(k, v) for k, v in allowed.items()}
+
+    def bad(k, v, what):                       # require_number's error signature
+        return error(where, k, v, what)
     for k, v in out.items():
         if k == "schedule":
             if v not in ("gpipe", "1f1b"):
                 raise error(where, f"{key}.schedule", v, "gpipe | 1f1b")
         elif k in ("micro_batches", "layers"):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise error(where, f"{key}.{k}", v, "a whole number >= 1")
+            require_number(f"{key}.{k}", v, 1, strict=False, whole=True, error=bad)
         elif k == "gradient_mb" and v is None:
             out[k] = out["activation_mb"]
-        elif isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-            raise error(where, f"{key}.{k}", v, "a number > 0")
+        else:
+            require_number(f"{key}.{k}", v, 0, error=bad)
     if key.endswith("tensor") and workers < 2:
         raise error(where, key.rsplit(".", 1)[0] + ".workers", workers, ">= 2 ranks for tensor parallelism")
     if key.endswith("pipeline") and workers < 2:
@@ -65,7 +68,7 @@ def hop_latency_s(link):
     arrival in the model. A flow at line rate empties the shaper's token bucket, so its last packet
     waits a serialization time at every hop: ~8.7 ms over a fat-tree's 6 links at 50 Mbit/s
     (negligible at the reference rate, not in the scaled-down emulator). Pacing planned without it
-    missed its targets by 30-70 ms (median per run) in emulation; with it, -11..+18 ms."""
+    missed its targets by 29-72 ms (median per run) in emulation; with it, -11..+18 ms."""
     return (link.mtu + 38) * 8 / (link.rate_mbps * 1e6)
 
 

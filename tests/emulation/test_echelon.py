@@ -5,10 +5,10 @@ Asserted on one run (20 steps per job; the first left out as warm-up): the resul
 every flow (2 jobs x 20 steps x 7 layers x 4 ranks), each job's measured step time is within 10 % of
 the plan's prediction, and the paced flows arrive between the plan's last byte sent and their target
 plus 5 % of the median flow's time budget (the bound of tests/emulation/test_pacing.py, where a lone
-flow with free tokens is held to 5 % on both sides). Measured on this machine kind (2026-11-29, experiments/sets/echelon.yaml,
-2 runs): steps 419-427 ms against 425.5/431.9 ms predicted (-1.5 %), median pacing error -6 to -8 ms
-(the flows arrive early: the plan's per-hop latency is an upper bound for 40 KB flows) for a median
-budget of 21 ms.
+flow with free tokens is held to 5 % on both sides). Measured on this machine kind (2026-11-29,
+experiments/sets/echelon.yaml, 2 runs): steps 419.3-427.8 ms against 425.5 / 431.9 ms predicted (-1.0 to -1.5 %), median pacing
+error -7.7 / -7.9 ms (the flows arrive early: the plan's per-hop latency is an upper bound for 40 KB
+flows) for a median budget of 22 ms.
 """
 import json
 

@@ -76,25 +76,25 @@ def test_bad_offsets_are_refused():
         echelon.EchelonFlow("x", 0, [echelon.Flow("a", 0, 1, 1.0)], [0.0, 1.0])
 
 
-def two_pipelines(policy, schedule="gpipe"):
+def fabric(gbps):
+    """The demo's 24-host fat-tree: its routes and every directed link at ``gbps``."""
     from harness import spec as spec_mod
     from harness.routing import compute_routes
-    from harness.sim.flows import JobStep, simulate_steps
     sp = spec_mod.load(str(Path(__file__).resolve().parents[2] / "experiments/demo.yaml"))
-    routes = compute_routes(sp.topology)
-    cap = {d: 50.0 for link in sp.topology.links for d, *_ in link.directions()}
+    return compute_routes(sp.topology), {d: gbps for link in sp.topology.links for d, *_ in link.directions()}
+
+
+def two_pipelines(policy, schedule="gpipe"):
+    from harness.sim.flows import JobStep, simulate_steps
+    routes, cap = fabric(50.0)
     steps = [JobStep(n, echelon.pipeline(n, 4, 8, 10, 20, 40e6, schedule=schedule), hosts)
              for n, hosts in (("a", ["h1", "h7", "h13", "h19"]), ("b", ["h2", "h8", "h14", "h20"]))]
     return simulate_steps(steps, routes, cap, policy)
 
 
 def test_alone_every_policy_meets_the_ideal_when_links_are_fast():
-    from harness import spec as spec_mod
-    from harness.routing import compute_routes
     from harness.sim.flows import JobStep, simulate_steps
-    sp = spec_mod.load(str(Path(__file__).resolve().parents[2] / "experiments/demo.yaml"))
-    routes = compute_routes(sp.topology)
-    cap = {d: 1e6 for link in sp.topology.links for d, *_ in link.directions()}
+    routes, cap = fabric(1e6)
     e = echelon.pipeline("a", 4, 8, 10, 20, 40e6)
     for pol in ("fair", "coflow", "echelon"):
         out = simulate_steps([JobStep("a", e, ["h1", "h7", "h13", "h19"])], routes, cap, pol)["a"]
@@ -110,14 +110,10 @@ def test_coflow_and_echelon_beat_fair_sharing_for_sharing_pipelines(schedule):
 
 
 def lone_pair(policy, micro_batches=4, hop=0.0, act_bytes=40e6):
-    from harness import spec as spec_mod
-    from harness.routing import compute_routes
     from harness.sim.flows import JobStep, simulate_steps
-    sp = spec_mod.load(str(Path(__file__).resolve().parents[2] / "experiments/demo.yaml"))
-    cap = {d: 50.0 for link in sp.topology.links for d, *_ in link.directions()}
+    routes, cap = fabric(50.0)
     e = echelon.pipeline("a", 2, micro_batches, 1, 2, act_bytes)
-    return e, simulate_steps([JobStep("a", e, ["h1", "h7"])], compute_routes(sp.topology), cap, policy,
-                             hop_latency_s=hop)["a"]
+    return e, simulate_steps([JobStep("a", e, ["h1", "h7"])], routes, cap, policy, hop_latency_s=hop)["a"]
 
 
 def test_a_connection_sends_its_flows_one_after_another():
