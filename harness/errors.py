@@ -3,8 +3,11 @@
   2  bad input: a bad argument or a bad spec; the message names file, key, value and what is allowed
   3  environment problem: not root, OVS down, another run active; the message says the fix
   1  a check that ran and failed (netcheck, a test of the fabric)
+  70 an internal error (a bug): one line and the path of the saved traceback
 """
-EXIT_FAILED, EXIT_USAGE, EXIT_ENV = 1, 2, 3
+import math
+
+EXIT_FAILED, EXIT_USAGE, EXIT_ENV, EXIT_INTERNAL = 1, 2, 3, 70
 
 
 def require_number(key, value, minimum=0.0, strict=True, whole=False, error=None):
@@ -12,7 +15,8 @@ def require_number(key, value, minimum=0.0, strict=True, whole=False, error=None
     not ``strict``); else raises ``error(key, value, allowed)`` (default BadValue)."""
     error = error or BadValue
     kinds = (int,) if whole else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or value < minimum or (strict and value == minimum):
+    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) \
+            or value < minimum or (strict and value == minimum):
         what = "a whole number" if whole else "a number"
         raise error(key, value, f"{what} {'>' if strict else '>='} {minimum:g}")
     return value
@@ -27,7 +31,8 @@ class BadValue(ValueError):
     what is allowed; the message is the one line users see."""
 
     def __init__(self, key, value, allowed, where=None):
-        super().__init__(f"{where + ': ' if where else ''}{key}: {value!r} is not allowed ({allowed})")
+        from harness.limits import short
+        super().__init__(f"{where + ': ' if where else ''}{key}: {short(value)} is not allowed ({allowed})")
         self.where, self.key, self.value, self.allowed = where, key, value, allowed
 
 

@@ -14,6 +14,7 @@ What ``Fabric.start`` sets up, in order (each resource is in the ledger before i
 """
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -26,6 +27,10 @@ from harness.routing import compute_routes
 
 REPO = Path(__file__).resolve().parent.parent
 PREFIX = "il"
+# TCP buffers of every host namespace (per-namespace sysctls, set inside each host: nothing global).
+# A new namespace copies the root's values; these are the ones Mininet's fixLimits() used to give
+# them through the root namespace, which every measurement in results/ was taken with.
+HOST_TCP_MEM = "10240 87380 16777216"
 OFFLOADS = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
 
 
@@ -46,6 +51,26 @@ def tc_batch(cmds):
     """Run many ``tc`` argv lists in one ``tc -batch`` process."""
     if cmds:
         _run(["tc", "-force", "-batch", "-"], input="\n".join(" ".join(c[1:]) for c in cmds) + "\n")
+
+
+def _raise_rlimits():
+    """This process's open-file and process limits as Mininet wants them (process-local)."""
+    import resource
+    for which, want in ((resource.RLIMIT_NOFILE, 16384), (resource.RLIMIT_NPROC, 8192)):
+        soft, hard = resource.getrlimit(which)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            hard = hard if hard == resource.RLIM_INFINITY or hard >= want else want
+            try:
+                resource.setrlimit(which, (want, hard))
+            except (ValueError, OSError):
+                pass
+
+
+def _die_with_parent():
+    """In the child before exec: SIGKILL when the run's process dies, even between its creation
+    and the ledger entry (prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
 class ControllerClient:
@@ -156,7 +181,7 @@ class Fabric:
         self.controller = subprocess.Popen(
             [sys.executable, "-m", "controllers.launch", "--fabric", str(fabric_file),
              "--ofp-port", str(self.ofp_port)], stdout=log, stderr=subprocess.STDOUT, env=env,
-            cwd=str(REPO), start_new_session=True)
+            cwd=str(REPO), start_new_session=True, preexec_fn=_die_with_parent)
         self.ledger.add_process(self.controller.pid, "controller")
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -180,6 +205,11 @@ class Fabric:
 
         setLogLevel("error")
         run_id = self.ledger.run_id
+        # Mininet.init() would run fixLimits(), which rewrites global sysctls (tcp_rmem, rmem_max,
+        # netdev_max_backlog, ...) and never restores them; it only raises this process's rlimits
+        # otherwise, which we do ourselves. Host namespaces get their TCP buffers in _configure_hosts.
+        Mininet.inited = True
+        _raise_rlimits()
 
         class TaggedOVSSwitch(OVSSwitch):
             """OVSSwitch whose bridge carries our run id, so cleanup can prove ownership."""
@@ -187,10 +217,17 @@ class Fabric:
             def bridgeOpts(self):
                 return super().bridgeOpts() + f" external_ids:interleave-run={run_id}"
 
+        class ReadyController(RemoteController):
+            """The controller is known to be up (its control socket answered): Mininet's own check
+            runs telnet against the OpenFlow port and can crash decoding the HELLO's random bytes."""
+
+            def checkListening(self):
+                pass
+
         net = Mininet(build=False, autoSetMacs=False, autoStaticArp=False, controller=None,
                       waitConnected=False, cleanup=False)
         self.net = net
-        net.addController(RemoteController("c0", ip="127.0.0.1", port=self.ofp_port))
+        net.addController(ReadyController("c0", ip="127.0.0.1", port=self.ofp_port))
         for h in self.topo.hosts:
             node = net.addHost(h, ip=f"{self.topo.ip(h)}/8", mac=self.topo.mac(h))
             self.ledger.add_namespace(node.pid, h)
@@ -232,6 +269,7 @@ class Fabric:
                 f"ip link set {dev} mtu {p.mtu}",
                 f"ethtool -K {dev} {' '.join(OFFLOADS)} >/dev/null 2>&1 || true",
                 f"sysctl -qw net.ipv4.tcp_ecn=1 net.ipv4.tcp_congestion_control={self.cc}",
+                f"sysctl -qw net.ipv4.tcp_rmem='{HOST_TCP_MEM}' net.ipv4.tcp_wmem='{HOST_TCP_MEM}'",
                 *(" ".join(c) for c in htb_cmds(dev, p)),
                 "ip -batch -",
             ])
@@ -291,6 +329,11 @@ class Fabric:
                     _kill(pid, grace=0.5)
 
     def stop(self):
+        from harness.lifecycle import signals_blocked
+        with signals_blocked():
+            self._stop()
+
+    def _stop(self):
         t0 = time.monotonic()
         if self.net is not None:
             self._kill_host_processes()

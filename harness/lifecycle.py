@@ -3,8 +3,15 @@
 Naming rules: every kernel object a run creates carries the ``il`` prefix (bridges ``ils1``,
 switch ports ``ils1-eth2``); OVS bridges also carry ``external_ids:interleave-run=<run id>``.
 Host namespaces are not named (Mininet holds them open with a shell process); the ledger records
-each one's shell pid, its process start time and its netns inode, so that a later clean kills
-exactly the processes inside *our* namespaces and nothing else.
+each one's shell pid, its process start time and its netns inode, and every process a run starts
+inherits ``INTERLEAVE_RUN=<run id>`` in its environment: a later clean kills a process only when
+it is in a recorded namespace *and* carries that marker, so a reused inode number never makes a
+stranger's process ours.
+
+Global settings (sysctls) are changed only through ``Ledger.set_sysctl``, which records the old
+value first; clean restores it when the value is still ours. Removals that fail stay in the ledger
+(the next start or ``interleave clean`` retries them), and teardown runs with SIGINT, SIGTERM and
+SIGHUP blocked so that a second Ctrl-C cannot cut it short.
 
 The ledger (``<state dir>/ledger.json``) is written *before* each resource is created, so a run
 killed at any point leaves a record that the next start (or ``interleave clean``) removes. Never a
@@ -53,6 +60,18 @@ def pids_in_netns(inode):
     return found
 
 
+MARKER = "INTERLEAVE_RUN"
+
+
+def carries_marker(pid, run_id):
+    """True if ``pid``'s environment has ``INTERLEAVE_RUN=<run_id>`` (it was started by that run)."""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"{MARKER}={run_id}".encode() in env
+
+
 def _same_process(rec):
     return rec.get("starttime") is not None and proc_starttime(rec["pid"]) == rec["starttime"]
 
@@ -91,10 +110,11 @@ class Ledger:
         self.add("processes", {"pid": pid, "starttime": proc_starttime(pid), "what": what})
 
     def set_sysctl(self, key, value):
-        """Set a root-namespace sysctl, recording the old value; restored on clean if unchanged since."""
+        """Set a root-namespace sysctl, recording the old value first; restored on clean if it still
+        holds what we wrote (compared as a set of words: the kernel may print lists in its own order)."""
         path = Path("/proc/sys", key.replace(".", "/"))
         old = path.read_text().strip()
-        if old != value:
+        if not same_sysctl(old, value):
             self.add("sysctls", {"key": key, "old": old, "new": value})
             path.write_text(value)
 
@@ -104,58 +124,102 @@ class Ledger:
 
     # ---- removal ---------------------------------------------------------
     def clean(self, log=lambda msg: None):
-        """Remove everything recorded, newest first; tolerate what is already gone."""
-        d = self.data
+        """Remove everything recorded; tolerate what is already gone. What could not be removed
+        stays in the ledger (saved) and is retried by the next clean; returns the list of it."""
+        with signals_blocked():
+            left = self._clean(log)
+            if left:
+                self._save()
+                log("could not remove: " + ", ".join(left[:8]) + (" ..." if len(left) > 8 else "")
+                    + "; kept in the ledger, retried by the next run or `interleave clean`")
+            else:
+                try:
+                    self.path.unlink()
+                except FileNotFoundError:
+                    pass
+            return left
+
+    def _clean(self, log):
+        d, run_id, left = self.data, self.data["run_id"], []
+        keep = {k: [] for k in ("processes", "namespaces", "bridges", "links", "files", "bpf_pins", "sysctls")}
         for rec in d["processes"]:
             if _same_process(rec):
                 log(f"stopping {rec['what']} (pid {rec['pid']})")
-                _kill(rec["pid"])
+                if not _kill(rec["pid"]):
+                    keep["processes"].append(rec)
         for rec in d["namespaces"]:
-            if rec.get("inode") and (_same_process(rec) or netns_inode(rec["pid"]) is None):
-                for pid in pids_in_netns(rec["inode"]):
-                    if pid != os.getpid():
-                        _kill(pid)
+            if not rec.get("inode"):
+                continue
+            stuck = [pid for pid in pids_in_netns(rec["inode"])
+                     if pid != os.getpid() and carries_marker(pid, run_id) and not _kill(pid)]
+            if stuck:
+                keep["namespaces"].append(rec)
         if d["bridges"]:
-            existing = set(subprocess.run(["ovs-vsctl", "--timeout=5", "list-br"], capture_output=True,
-                                          text=True).stdout.split())
-            ours = [b for b in d["bridges"] if b in existing and _bridge_is_ours(b, d["run_id"])]
-            if ours:
-                log(f"deleting {len(ours)} OVS bridge(s)")
-                subprocess.run(["ovs-vsctl", "--timeout=10"] +
-                               [a for b in ours for a in ("--", "--if-exists", "del-br", b)],
-                               capture_output=True)
-        for dev in d["links"] + [b for b in d["bridges"]]:
+            p = subprocess.run(["ovs-vsctl", "--timeout=5", "list-br"], capture_output=True, text=True)
+            if p.returncode:
+                keep["bridges"] = list(d["bridges"])     # OVS not answering: retry later
+            else:
+                existing = set(p.stdout.split())
+                ours = [b for b in d["bridges"] if b in existing and _bridge_is_ours(b, run_id)]
+                if ours:
+                    log(f"deleting {len(ours)} OVS bridge(s)")
+                    subprocess.run(["ovs-vsctl", "--timeout=10"] +
+                                   [a for b in ours for a in ("--", "--if-exists", "del-br", b)],
+                                   capture_output=True)
+                    after = subprocess.run(["ovs-vsctl", "--timeout=5", "list-br"], capture_output=True, text=True)
+                    keep["bridges"] = [b for b in ours if after.returncode or b in after.stdout.split()]
+        for dev in d["links"]:
             if Path("/sys/class/net", dev).exists():
                 subprocess.run(["ip", "link", "del", dev], capture_output=True)
+                if Path("/sys/class/net", dev).exists():
+                    keep["links"].append(dev)
         for rec in reversed(d.get("sysctls", [])):
             path = Path("/proc/sys", rec["key"].replace(".", "/"))
             try:
-                if path.read_text().strip() == rec["new"]:
+                if same_sysctl(path.read_text().strip(), rec["new"]):
                     path.write_text(rec["old"])
             except OSError:
-                pass
-        for p in d["bpf_pins"] + d["files"]:
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            pass
+                keep["sysctls"].insert(0, rec)
+        for kind in ("bpf_pins", "files"):
+            for p in d[kind]:
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    keep[kind].append(p)
+        d.update(keep)
+        return [f"{k}: {x.get('what', x.get('key', x)) if isinstance(x, dict) else x}"
+                for k, items in keep.items() for x in items]
+
+
+def same_sysctl(a, b):
+    """Two sysctl values are the same setting: equal, or the same words in another order."""
+    return a == b or sorted(a.split()) == sorted(b.split())
+
+
+class signals_blocked:
+    """Block SIGINT/SIGTERM/SIGHUP for a block (teardown); delivered when it ends. Reentrant."""
+    SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+    def __enter__(self):
+        self.old = signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGNALS)
+        return self
+
+    def __exit__(self, *exc):
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.old)
 
 
 def _kill(pid, grace=1.0):
+    """SIGTERM, then SIGKILL after ``grace``; True once the process is gone (or a zombie)."""
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
-        return
+        return True
     deadline = time.time() + grace
     while time.time() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
+        if not _alive(pid):
+            return True
         # reap if it is our child
         try:
             os.waitpid(pid, os.WNOHANG)
@@ -165,7 +229,25 @@ def _kill(pid, grace=1.0):
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
-        pass
+        return True
+    for _ in range(100):
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        if not _alive(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _alive(pid):
+    """Running (a zombie has exited: it holds no namespace and no socket)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _bridge_is_ours(bridge, run_id):
@@ -214,10 +296,13 @@ class RunLock:
         self.clean_stale()
         self.ledger = Ledger(self.dir / "ledger.json")
         self.ledger._save()
+        os.environ[MARKER] = self.ledger.run_id      # inherited by everything this run starts
         return self.ledger
 
     def clean_stale(self):
-        """Remove what a dead run recorded. Returns True if there was something."""
+        """Remove what a dead run recorded (and probe links of dead ``doctor`` processes).
+        Returns True if there was something."""
+        clean_probe_links(self.log)
         stale = Ledger.load(self.dir / "ledger.json")
         if stale is None:
             return False
@@ -229,6 +314,7 @@ class RunLock:
         if self.ledger is not None:
             self.ledger.clean(self.log)
             self.ledger = None
+            os.environ.pop(MARKER, None)
         if self.fd is not None:
             os.ftruncate(self.fd, 0)
             fcntl.flock(self.fd, fcntl.LOCK_UN)
@@ -237,3 +323,39 @@ class RunLock:
 
     def __exit__(self, *exc):
         self.release()
+
+
+PROBE_LINK = "ilprobe"
+
+
+def clean_probe_links(log=lambda msg: None):
+    """Delete ``ilprobe<pid>a`` veths whose ``doctor`` process (pid, which names them) is gone."""
+    for dev in Path("/sys/class/net").glob(PROBE_LINK + "*a"):
+        pid = dev.name[len(PROBE_LINK):-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            log(f"deleting probe link {dev.name} of a dead doctor (pid {pid})")
+            subprocess.run(["ip", "link", "del", dev.name], capture_output=True)
+
+
+class probe_lock:
+    """Held while ``doctor`` touches the kernel: the run lock, taken without waiting. ``busy`` is
+    True when a run holds it (the probe then must not load or unlink BPF pins)."""
+
+    def __init__(self, state_dir=None):
+        self.dir = Path(state_dir or STATE_DIR)
+        self.fd, self.busy = None, False
+
+    def __enter__(self):
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self.fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.busy = True
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            if not self.busy:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)

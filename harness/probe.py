@@ -1,6 +1,8 @@
 """Capability probe behind ``interleave doctor``: what this machine can do, and the backends a run
 will use. Probes that touch the kernel use a veth pair named ``ilprobe<pid>a/b`` that the probe
-creates and deletes itself; without root they are reported as ``null`` (unknown) and the choice is
+creates and deletes itself (``clean`` deletes one whose doctor died), under the run lock taken
+without waiting: while a run holds it, the BPF probe is skipped (``null``) so that it cannot race
+the run's pinned maps. Without root they are reported as ``null`` (unknown) and the choice is
 predicted from what can be read (``/sys/module``, ``/proc``).
 
 Backends (chosen by name, overridable with ``--datapath`` / ``--ecn-marker``):
@@ -14,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 from harness.errors import EnvError, UsageError
+from harness.lifecycle import PROBE_LINK, clean_probe_links, probe_lock
 from harness.qdisc import BPF_OBJECT, BpfMarker
 
 WMEM_WANTED = 8 * 1024 * 1024
@@ -44,10 +47,11 @@ def module_present(name):
 
 
 class _ProbeLink:
-    """A veth pair that exists only for the duration of a probe."""
+    """A veth pair that exists only for the duration of a probe, named for this process's pid so
+    that ``clean`` can tell a dead doctor's link from a live one (``lifecycle.clean_probe_links``)."""
 
     def __enter__(self):
-        self.dev = f"ilprobe{os.getpid() % 100000}a"
+        self.dev = f"{PROBE_LINK}{os.getpid()}a"
         peer = self.dev[:-1] + "b"
         rc, out = _run(["ip", "link", "add", self.dev, "type", "veth", "peer", "name", peer])
         if rc:
@@ -71,16 +75,20 @@ def probe_qdiscs():
                  "sec", "classifier"]],
     }
     result = {}
-    pins_before = {p for p in BpfMarker().pins() if os.path.exists(p)}
-    for name, cmds in tries.items():
-        if name == "bpf" and not BPF_OBJECT.exists():
-            result[name] = False
-            continue
-        with _ProbeLink() as dev:
-            result[name] = all(_run([a.replace("{dev}", dev) for a in c])[0] == 0 for c in cmds)
-    for pin in BpfMarker().pins():
-        if pin not in pins_before and os.path.exists(pin):
-            os.unlink(pin)
+    with probe_lock() as lock:
+        clean_probe_links()
+        pins_before = {p for p in BpfMarker().pins() if os.path.exists(p)}
+        for name, cmds in tries.items():
+            if name == "bpf" and (lock.busy or not BPF_OBJECT.exists()):
+                # a run holds the lock: loading the object could race its pins; not probed
+                result[name] = None if BPF_OBJECT.exists() else False
+                continue
+            with _ProbeLink() as dev:
+                result[name] = all(_run([a.replace("{dev}", dev) for a in c])[0] == 0 for c in cmds)
+        if not lock.busy:
+            for pin in BpfMarker().pins():
+                if pin not in pins_before and os.path.exists(pin):
+                    os.unlink(pin)
     return result
 
 

@@ -21,13 +21,53 @@ import pandas as pd  # noqa: E402
 from harness.errors import UsageError  # noqa: E402
 
 
+SUMMARY_KEYS = {"scheduler": str, "totals": dict, "fidelity": dict, "jobs": dict}
+LINK_COLUMNS_USED = ["time", "direction", "utilization", "source"]       # of telemetry.COLUMNS
+
+
 def load(d):
+    """One results directory, checked before anything is drawn: every file there, readable, parsed,
+    with the keys and columns the report uses; else a UsageError naming the file and what is wrong."""
+    from harness.replay import COLUMNS as ITER_COLUMNS
     d = Path(d)
-    if not (d / "summary.json").exists():
+    if not d.is_dir():
+        raise UsageError(f"{d}: not a directory")
+    missing = [f for f in ("summary.json", "schedule.json", "iterations.csv", "links.csv") if not (d / f).is_file()]
+    if "summary.json" in missing:
         raise UsageError(f"{d}: not a complete results directory (no summary.json)")
-    return {"dir": d, "summary": json.loads((d / "summary.json").read_text()),
-            "schedule": json.loads((d / "schedule.json").read_text()),
-            "iters": pd.read_csv(d / "iterations.csv"), "links": pd.read_csv(d / "links.csv")}
+    if missing:
+        raise UsageError(f"{d}: no {', '.join(missing)} (report needs an emulated run's directory; "
+                         "a `simulate --out` directory has only summary.json)")
+    summary = _json(d / "summary.json", dict)
+    for key, kind in SUMMARY_KEYS.items():
+        if not isinstance(summary.get(key), kind):
+            raise UsageError(f"{d / 'summary.json'}: {key}: missing or not a {kind.__name__}")
+    schedule = _json(d / "schedule.json", dict)
+    if not isinstance(schedule.get("epochs"), list):
+        raise UsageError(f"{d / 'schedule.json'}: epochs: missing or not a list")
+    return {"dir": d, "summary": summary, "schedule": schedule,
+            "iters": _csv(d / "iterations.csv", ITER_COLUMNS), "links": _csv(d / "links.csv", LINK_COLUMNS_USED)}
+
+
+def _json(path, kind):
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{path}: not readable JSON ({type(exc).__name__}: {str(exc)[:80]})")
+    if not isinstance(doc, kind):
+        raise UsageError(f"{path}: not a JSON {'object' if kind is dict else kind.__name__}")
+    return doc
+
+
+def _csv(path, columns):
+    try:
+        df = pd.read_csv(path)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:   # pandas' parse and empty-data errors are ValueErrors
+        raise UsageError(f"{path}: not a readable CSV ({type(exc).__name__}: {str(exc)[:80]})")
+    lacking = [c for c in columns if c not in df.columns]
+    if lacking:
+        raise UsageError(f"{path}: lacks the column(s) {', '.join(lacking)}")
+    return df
 
 
 def label(r):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from harness import limits
 from harness.errors import UsageError, require_number
 from harness.linkmodel import LinkError, LinkParams
 from topologies import BUILDERS, TopologyError, by_name
@@ -24,9 +25,29 @@ CASSINI_KEYS = {"discretization_deg": 5.0, "candidates": 10, "quantum_ms": 5.0, 
                 "aggregate": "mean", "exact_max_jobs": 3, "loops": "reject", "align_min_score": 0.9}
 
 
+NAME_RULE = r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}"   # spec and job names: they become file names
+
+
+def check_name(where, key, value):
+    import re
+    if not isinstance(value, str) or not re.fullmatch(NAME_RULE, value):
+        raise SpecError(where, key, value, "a name of letters, digits and _ . + - (at most 64, "
+                        "starting with a letter or digit)")
+    return value
+
+
+def mapping(where, key, value, what="a mapping"):
+    """``value`` if it is a mapping (None counts as empty); else a SpecError."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SpecError(where, key, value, what)
+    return value
+
+
 class SpecError(UsageError):
     def __init__(self, where, key, value, allowed):
-        super().__init__(f"{where}: {key}: {value!r} is not allowed ({allowed})")
+        super().__init__(f"{where}: {key}: {limits.short(value)} is not allowed ({allowed})")
         self.where, self.key, self.value = where, key, value
 
 
@@ -102,13 +123,43 @@ def parse_scheduler(where, s):
 
 
 def read_yaml(path):
-    """The YAML document in ``path``; a missing or malformed file is a UsageError naming it."""
+    """The YAML document in ``path``, checked against the input limits (harness.limits). A missing,
+    unreadable, oversized, non-UTF-8 or malformed file is a UsageError naming it (with the line and
+    column of a YAML error)."""
+    p = Path(path)
     try:
-        return yaml.safe_load(Path(path).read_text())
+        st = p.stat()
+        if p.is_dir():
+            raise UsageError(f"{path}: is a directory, not a YAML file")
+        if not p.is_file():
+            raise UsageError(f"{path}: not a regular file")
+        if st.st_size > limits.MAX_FILE_BYTES:
+            raise UsageError(f"{path}: {st.st_size} bytes; at most {limits.MAX_FILE_BYTES} (input limits, README)")
+        data = p.read_bytes()[:limits.MAX_FILE_BYTES + 1]
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ({exc.strerror})")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})")
+    if "\0" in text:
+        raise UsageError(f"{path}: not a text file (contains NUL bytes)")
+    try:
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise UsageError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})")
+        mark = getattr(exc, "problem_mark", None)
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UsageError(f"{path}: not valid YAML ({at}{limits.short(what)[1:-1]})")
+    except RecursionError:
+        raise UsageError(f"{path}: nesting deeper than {limits.MAX_DEPTH} levels (input limits, README)")
+    try:
+        limits.check_document(doc)
+    except limits.LimitError as exc:
+        raise UsageError(f"{path}: {exc}")
+    return doc
 
 
 def load(path, scheduler=None, seed=None):
@@ -116,8 +167,15 @@ def load(path, scheduler=None, seed=None):
     ``scheduler`` may name a flow scheduler too: ``fixed:echelon`` sets ``flow_scheduler: echelon``."""
     where = str(path)
     raw = read_yaml(path)
-    if scheduler is not None and isinstance(raw, dict):
+    if scheduler is not None:
         base, _, flow = scheduler.partition(":")
+        try:
+            parse_scheduler("", base)
+            if flow and flow not in FLOW_SCHEDULERS:
+                raise SpecError("", "flow_scheduler", flow, " | ".join(FLOW_SCHEDULERS))
+        except SpecError as exc:
+            raise UsageError(f"--scheduler {limits.short(scheduler)}{exc}")
+    if scheduler is not None and isinstance(raw, dict):
         raw = {**raw, "scheduler": base, **({"flow_scheduler": flow} if flow else {})}
     if seed is not None and isinstance(raw, dict):
         raw = {**raw, "seed": seed}
@@ -127,19 +185,27 @@ def load(path, scheduler=None, seed=None):
 def from_mapping(raw, where="spec"):
     if not isinstance(raw, dict):
         raise SpecError(where, "(top level)", type(raw).__name__, "a mapping")
+    try:
+        limits.check_document(raw)
+        limits.check_ranges(raw)
+    except limits.LimitError as exc:
+        raise SpecError(where, exc.key, exc.value, exc.allowed)
     for k in raw:
         if k not in TOP_KEYS:
             raise SpecError(where, k, raw[k], "unknown key; allowed: " + ", ".join(sorted(TOP_KEYS)))
-    name = raw.get("name", Path(where).stem)
+    name = raw["name"] if "name" in raw else Path(where).stem
+    check_name(where, "name", name)
     ref = _float(where, "reference_gbps", raw.get("reference_gbps", 50), strict=True)
     try:
-        link = LinkParams.from_spec(raw.get("link"), reference_gbps=ref)
+        link = LinkParams.from_spec(mapping(where, "link", raw.get("link"),
+                                            "a mapping {rate_mbps, ecn_k_bytes, queue_bytes, mtu}"),
+                                    reference_gbps=ref)
     except LinkError as exc:
         raise SpecError(where, exc.key, exc.value, exc.allowed)
     topo_raw = raw.get("topology", {"name": "fattree"})
     if isinstance(topo_raw, str):
         topo_raw = {"name": topo_raw}
-    if not isinstance(topo_raw, dict) or "name" not in topo_raw:
+    if not isinstance(topo_raw, dict) or not isinstance(topo_raw.get("name"), str):
         raise SpecError(where, "topology", topo_raw, "a mapping with a name: " + " | ".join(BUILDERS))
     params = {k: v for k, v in topo_raw.items() if k != "name"}
     try:
@@ -149,10 +215,9 @@ def from_mapping(raw, where="spec"):
     except TypeError:
         raise SpecError(where, "topology", topo_raw, f"parameters of {topo_raw['name']}: see the README")
     profiles = dict(builtins())
-    custom = raw.get("profiles") or {}
-    if not isinstance(custom, dict):
-        raise SpecError(where, "profiles", custom, "a mapping of name -> profile")
+    custom = mapping(where, "profiles", raw.get("profiles"), "a mapping of name -> profile")
     for pname, pdata in custom.items():
+        check_name(where, "profiles", pname)
         try:
             profiles[pname] = from_dict(pname, pdata, f"{where}: profiles.{pname}")
         except ProfileError as exc:
@@ -162,7 +227,7 @@ def from_mapping(raw, where="spec"):
     scheduler = parse_scheduler(where, raw.get("scheduler", "themis"))
     duration = _float(where, "duration_s", raw.get("duration_s", 120), strict=True)
     cassini = dict(CASSINI_KEYS)
-    for k, v in (raw.get("cassini") or {}).items():
+    for k, v in mapping(where, "cassini", raw.get("cassini"), "a mapping of CASSINI settings").items():
         if k not in CASSINI_KEYS:
             raise SpecError(where, f"cassini.{k}", v, "unknown key; allowed: " + ", ".join(CASSINI_KEYS))
         cassini[k] = v
@@ -170,6 +235,7 @@ def from_mapping(raw, where="spec"):
     if 360 % deg and abs(360 / deg - round(360 / deg)) > 1e-9:
         raise SpecError(where, "cassini.discretization_deg", deg, "a divisor of 360")
     _int(where, "cassini.candidates", cassini["candidates"])
+    _int(where, "cassini.exact_max_jobs", cassini["exact_max_jobs"])
     _float(where, "cassini.quantum_ms", cassini["quantum_ms"], strict=True)
     _float(where, "cassini.max_perimeter_ms", cassini["max_perimeter_ms"], strict=True)
     if cassini["aggregate"] not in ("mean", "min"):
@@ -180,8 +246,15 @@ def from_mapping(raw, where="spec"):
     if cassini["loops"] not in ("reject", "joint"):
         raise SpecError(where, "cassini.loops", cassini["loops"], "reject (the paper) | joint")
 
+    telemetry = mapping(where, "telemetry", raw.get("telemetry"), "a mapping {period_ms}")
+    for k, v in telemetry.items():
+        if k != "period_ms":
+            raise SpecError(where, f"telemetry.{k}", v, "unknown key; allowed: period_ms")
+        if not 10 <= _float(where, "telemetry.period_ms", v, strict=True) <= 60_000:
+            raise SpecError(where, "telemetry.period_ms", v, "in [10, 60000] ms")
+
     fs = raw.get("flow_scheduler", "fair")
-    if fs not in FLOW_SCHEDULERS:
+    if not isinstance(fs, str) or fs not in FLOW_SCHEDULERS:
         raise SpecError(where, "flow_scheduler", fs, " | ".join(FLOW_SCHEDULERS))
     from harness.schedulers.netsens import validate as validate_netsens
     netsens = validate_netsens(where, raw.get("netsens"), SpecError)
@@ -236,6 +309,11 @@ def _trace_jobs(where, trace, profiles, n_hosts, seed):
         load = _float(where, "trace.load", trace.get("load"), strict=True)
         if load > 1.5:
             raise SpecError(where, "trace.load", load, "a fraction of busy hosts, 0 < load <= 1.5")
+    for k in ("models", "arriving"):
+        if k in trace and not (isinstance(trace[k], list) and all(isinstance(m, str) for m in trace[k])):
+            raise SpecError(where, f"trace.{k}", trace[k], "a list of model names, e.g. [vgg19, resnet50]")
+    if "arrival_s" in trace:
+        _float(where, "trace.arrival_s", trace["arrival_s"])
     for m in (trace.get("models") or []) + (trace.get("arriving") or []):
         if m not in profiles:
             raise SpecError(where, "trace.models", m, "a known model: " + ", ".join(sorted(profiles)))
@@ -269,12 +347,12 @@ def _jobs(where, jobs_raw, profiles, topo, scheduler):
         for k in j:
             if k not in JOB_KEYS:
                 raise SpecError(where, f"{key}.{k}", j[k], "unknown key; allowed: " + ", ".join(sorted(JOB_KEYS)))
-        name = j.get("name", f"j{i + 1}")
+        name = check_name(where, f"{key}.name", j.get("name", f"j{i + 1}"))
         if name in names:
             raise SpecError(where, f"{key}.name", name, "a name not used by another job")
         names.add(name)
         model = j.get("model")
-        if model not in profiles:
+        if not isinstance(model, str) or model not in profiles:
             raise SpecError(where, f"{key}.model", model, "a built-in model (" + ", ".join(sorted(builtins())) +
                             ") or one defined under profiles")
         workers = _int(where, f"{key}.workers", j.get("workers", 2))
@@ -287,7 +365,7 @@ def _jobs(where, jobs_raw, profiles, topo, scheduler):
             if not isinstance(pinned, list) or len(pinned) != workers:
                 raise SpecError(where, f"{key}.hosts", pinned, f"a list of exactly {workers} host names (one per worker)")
             for h in pinned:
-                if h not in hosts:
+                if not isinstance(h, str) or h not in hosts:
                     raise SpecError(where, f"{key}.hosts", h, f"a host of the topology (h1..h{len(hosts)})")
                 if h in pinned_by or pinned.count(h) > 1:
                     raise SpecError(where, f"{key}.hosts", h, f"a host not already pinned to job {pinned_by.get(h, name)}")

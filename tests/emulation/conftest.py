@@ -1,7 +1,8 @@
 """Emulation tier: real namespaces, OVS and tc. Needs root (CI runs as root).
 
 Every test here is checked for leaks: after it, no bridge, veth, BPF pin or process of ours may
-remain that was not there before.
+remain that was not there before, and every global setting is as it was: all of /proc/sys/net
+(root namespace) plus the other keys Mininet's fixLimits() would change (``SYSCTL_EXTRA``).
 """
 import os
 import subprocess
@@ -21,6 +22,30 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+SYSCTL_EXTRA = ("/proc/sys/kernel/pty/max", "/proc/sys/fs/file-max")
+
+
+def sysctl_snapshot():
+    """{path: value} of every readable sysctl under /proc/sys/net, and SYSCTL_EXTRA."""
+    out = {}
+    for root, _dirs, files in os.walk("/proc/sys/net"):
+        for f in files:
+            path = os.path.join(root, f)
+            try:
+                out[path] = Path(path).read_text()
+            except OSError:
+                pass
+    for path in SYSCTL_EXTRA:
+        out[path] = Path(path).read_text()
+    return out
+
+
+def sysctl_changes(before, after):
+    """Keys present in both snapshots whose value differs (per-device keys come and go with
+    devices; devices themselves are checked as veths and bridges)."""
+    return {k: (before[k].strip(), after[k].strip()) for k in before.keys() & after.keys() if before[k] != after[k]}
+
+
 def net_state():
     veths = set(subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True,
                                text=True).stdout.split("\n"))
@@ -37,7 +62,8 @@ def net_state():
             if "controllers.launch" in cmd or "mininet:h" in cmd:
                 procs.add(int(d.name))
     allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().strip()
-    return {"veths": veths, "bridges": bridges, "pins": pins, "procs": procs, "allowed_cc": allowed}
+    return {"veths": veths, "bridges": bridges, "pins": pins, "procs": procs, "allowed_cc": allowed,
+            "sysctls": sysctl_snapshot()}
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +75,8 @@ def no_leaks():
         leaked = after[key] - before[key]
         assert not leaked, f"leaked {key}: {sorted(leaked)[:10]}"
     assert after["allowed_cc"] == before["allowed_cc"]
+    changed = sysctl_changes(before["sysctls"], after["sysctls"])
+    assert not changed, f"global settings changed: {dict(list(changed.items())[:10])}"
 
 
 def interleave(*args, timeout=300):
@@ -74,3 +102,4 @@ def fab():
     after = net_state()
     for key in ("veths", "bridges", "pins", "procs"):
         assert not after[key] - before[key], f"leaked {key}"
+    assert not sysctl_changes(before["sysctls"], after["sysctls"])

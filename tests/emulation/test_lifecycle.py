@@ -4,7 +4,9 @@ import signal
 import subprocess
 import sys
 
-from tests.emulation.conftest import ROOT, interleave, net_state
+import pytest
+
+from tests.emulation.conftest import ROOT, interleave, net_state, sysctl_changes
 
 HOLD = """
 import sys, time
@@ -107,3 +109,43 @@ def test_controller_death_mid_run_ends_the_run_and_keeps_partial_data(tmp_path):
     assert "the controller died mid-run" in err
     assert not out.exists() and (tmp_path / "run.partial" / "controller.log").exists()
     assert not (tmp_path / "run.partial" / "summary.json").exists()
+
+
+STAGED = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+from harness.fabric import Fabric
+from harness.lifecycle import RunLock
+from topologies import dumbbell
+lock = RunLock()
+lock.acquire()
+fab = Fabric(dumbbell(2), lock.ledger, lock.dir, cc="cubic")
+stages = [("plan", fab._record_plan), ("controller", fab._start_controller), ("mininet", fab._build_mininet),
+          ("hosts", fab._configure_hosts), ("ports", fab._configure_switch_ports), ("synced", fab.wait_synced)]
+for name, step in [("lock", lambda: None)] + stages:
+    step()
+    if name == {stage!r}:
+        print(name, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+STAGES = ["lock", "plan", "controller", "mininet", "hosts", "ports", "synced"]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_kill_9_at_each_stage_then_clean_leaves_the_machine_as_found(stage):
+    """kill -9 after each step of a fabric build, then ``interleave clean``: every sysctl under
+    /proc/sys/net (and the fixLimits keys) as before, nothing of ours left (the autouse check too).
+    The fabric asks for cubic, which this machine's allowed list may lack: from the "hosts" stage on,
+    the kill leaves that global setting changed, and only clean can restore it."""
+    before = net_state()
+    p = subprocess.run([sys.executable, "-c", STAGED.format(root=str(ROOT), stage=stage)], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    assert p.returncode == -signal.SIGKILL and p.stdout.strip() == stage, p.stderr[-2000:]
+    if stage in ("mininet", "hosts", "ports", "synced"):
+        assert {"ils1", "ils2"} <= net_state()["bridges"]     # the kill really left state behind
+    c = interleave("clean")
+    assert c.returncode == 0, c.stderr
+    after = net_state()
+    assert not sysctl_changes(before["sysctls"], after["sysctls"])
+    for key in ("veths", "bridges", "pins", "procs"):
+        assert not after[key] - before[key], f"{stage}: left {key} {sorted(after[key] - before[key])[:5]}"

@@ -24,7 +24,17 @@ def start(rp, jobs, lead=1.5):
     return rp
 
 
+# How late the agent may decide after the previous iteration's end: timer lateness measured on this
+# machine kind, idle (p99.9 3.2 ms, max 4.2 ms over 5,774 sleeps of 5 ms)
+DECIDE_MS = 4.0
+
+
 def test_job_alone_runs_at_its_profile_iteration(fab, tmp_path):
+    """A job alone keeps its profile's iteration and communication time (within 5 %), and its leader
+    re-aligns exactly when the rule says: when the previous iteration ended more than 5 % of an
+    iteration after the next slot. Drift is real: each communication phase ends 0-5 ms after the
+    profile's 114 ms (median 113.8-114.9 ms over 6 runs of 29 iterations here), the next iteration
+    starts from there, and the lateness adds up until a re-alignment (1-3 per run measured)."""
     rp = start(Replayer(fab, tmp_path), [(Job("a", "vgg16", 2, 30), ["h1", "h3"], 0.0, None)])
     rp.wait(60)
     d = rp.iterations().query("worker == 0 and iteration > 0")
@@ -32,7 +42,13 @@ def test_job_alone_runs_at_its_profile_iteration(fab, tmp_path):
     comm = (d.comm_end - d.comm_start).mean() * 1000
     assert abs(it / 255 - 1) <= 0.05, it
     assert abs(comm / 114 - 1) <= 0.05, comm
-    assert d.realigned.sum() == 0
+    w0 = rp.iterations().query("worker == 0").sort_values("iteration")
+    t0 = rp.configs["a"]["t0"] - rp.configs["a"]["run_start"]
+    late_ms = ((w0.end - t0) * 1000 - (w0.slot + 1) * 255).shift(1)     # previous end vs the next slot
+    rule = 0.05 * 255
+    decided = w0.assign(late_ms=late_ms).iloc[1:]
+    clear = decided[(decided.late_ms - rule).abs() > DECIDE_MS]     # not within the decision jitter
+    assert (clear.realigned == (clear.late_ms > rule)).all(), clear[["iteration", "late_ms", "realigned"]]
 
 
 def offsets(rp):
@@ -72,8 +88,9 @@ def test_forced_delay_of_one_worker_triggers_realignment(fab, tmp_path):
     summary = rp.wait(60)
     d = rp.iterations().query("worker == 0")
     assert d.realigned.sum() >= 1 and summary[("a", 0)]["realignments"] >= 1
-    first = d[d.realigned == 1].iteration.min()
-    assert first in (6, 7)
+    # drift may add re-alignments elsewhere (see the test above); the stall must cause one at 6 or 7
+    assert d[d.iteration.isin([6, 7])].realigned.sum() >= 1, d[["iteration", "realigned"]]
+    first = d[(d.realigned == 1) & (d.iteration >= 6)].iteration.min()
     # after re-aligning, starts sit on the plan grid again (within 5 % of the iteration)
     t0 = rp.configs["a"]["t0"] - rp.configs["a"]["run_start"]
     after = d[d.iteration >= first]
