@@ -22,6 +22,7 @@ setup(
         "pandas>=2.0,<4",
         "scapy>=2.5,<3",
         "matplotlib>=3.7,<4",
+        "scipy>=1.10,<2",
     ],
     extras_require={"test": ["pytest>=7,<10", "hypothesis>=6.80,<7"]},
     entry_points={"console_scripts": ["interleave=harness.cli:main"]},

@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import spec as spec_mod  # noqa: E402
-from harness.sim import simulate_spec  # noqa: E402
+from harness.simulate import simulate_spec  # noqa: E402
 
 SPEC = Path(__file__).resolve().parent.parent / "experiments/sim/poisson1000-fattree1024.yaml"
 

@@ -37,8 +37,8 @@ from os_ken.lib import hub
 from os_ken.lib.packet import arp, ethernet, ether_types, packet
 from os_ken.ofproto import ofproto_v1_3
 
-PRIO_CE, PRIO_ROUTE, PRIO_ARP = 20, 10, 100
-COOKIE_ROUTE, COOKIE_CE = 0x10, 0xCE
+from controllers.flows import COOKIE_CE, COOKIE_ROUTE, PRIO_ARP, PRIO_CE, PRIO_ROUTE
+
 LOG = logging.getLogger("interleave.controller")
 
 

@@ -1,7 +1,8 @@
 """The ``interleave`` command line (console script of the package).
 
 Exit statuses: 0 success; 1 a check failed; 2 bad input (argument or spec); 3 environment
-problem (not root, OVS down, another run active), with the fix in the message.
+problem (not root, OVS down, another run active), with the fix in the message; 70 an internal
+error (one line, and the path of the saved traceback).
 Progress goes to stderr; ``--json`` prints one JSON document on stdout.
 """
 import argparse
@@ -11,7 +12,8 @@ import signal
 import sys
 
 from harness import __version__
-from harness.errors import EXIT_ENV, EXIT_USAGE, EnvError, InterleaveError, UsageError
+from harness.errors import EXIT_ENV, EXIT_INTERNAL, EXIT_USAGE, BadValue, EnvError, InterleaveError, UsageError
+from harness.limits import short
 
 
 class Parser(argparse.ArgumentParser):
@@ -79,9 +81,25 @@ def cmd_netcheck(args):
     return 0 if result["ok"] else 1
 
 
+def check_out(path, kind):
+    """Refuse an output path before any work: ``kind`` "file" (its directory must exist, it must not
+    be a directory) or "dir" (it must not be a file; its parent must exist)."""
+    from pathlib import Path
+    if path is None:
+        return
+    p = Path(path)
+    if kind == "file" and p.is_dir():
+        raise UsageError(f"--out: {path} is a directory; give a file name")
+    if kind == "dir" and p.exists() and not p.is_dir():
+        raise UsageError(f"--out: {path} is a file; give a directory")
+    if not p.parent.is_dir():
+        raise UsageError(f"--out: {p.parent} does not exist")
+
+
 def cmd_schedule(args):
     from harness import spec as spec_mod
     from harness.schedulers.plan import ScheduleError, schedule
+    check_out(args.out, "file")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
     try:
         out = schedule(spec)
@@ -107,12 +125,22 @@ def render_schedule(out):
     for e in out["epochs"]:
         shared = e["links"]
         worst = min((l["score"] for l in shared), default=1.0)
-        ag = e["affinity_graph"]
+        ag = e.get("affinity_graph") or {"loop_free": None}
+        extra = []
+        if "candidates_considered" in e:
+            extra.append(f"candidates {e['candidates_considered']}"
+                         + (f", chose #{e['chosen_candidate']}" if "chosen_candidate" in e else ""))
+        if ag["loop_free"] is not None:
+            extra.append(f"affinity graph {'loop-free' if ag['loop_free'] else 'looped'}")
+        if e.get("preempted"):
+            extra.append("preempted " + ", ".join(e["preempted"]))
+        if "levels" in e:
+            levels = sorted(set(e["levels"].values()))
+            extra.append("locality levels " + ",".join(str(x) for x in levels))
+        if "fallback" in e:
+            extra.append(e["fallback"])
         lines.append(f"epoch t={e['t_s']:.1f}s: placed {', '.join(e['placed'])}; {len(shared)} shared links, "
-                     f"mean score {e['score']:.3f}, worst {worst:.3f}; candidates {e['candidates_considered']}"
-                     + (f", chose #{e['chosen_candidate']}" if "chosen_candidate" in e else "")
-                     + ("" if ag["loop_free"] is None else f"; affinity graph {'loop-free' if ag['loop_free'] else 'looped'}")
-                     + (f"; {e['fallback']}" if "fallback" in e else ""))
+                     f"mean score {e['score']:.3f}, worst {worst:.3f}" + "".join("; " + x for x in extra))
     fp = out.get("flow_scheduler")
     if fp:
         lines.append(f"flow scheduler {fp['policy']}: steps every {fp['period_s'] * 1000:.0f} ms (the grid; iter ms above)")
@@ -155,6 +183,7 @@ def cmd_run(args):
     from harness import spec as spec_mod
     from harness.runner import run
     from harness.schedulers.plan import ScheduleError
+    check_out(args.out, "dir")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
     if os.geteuid() != 0:
         raise EnvError("run builds a network and needs root", "run it with sudo")
@@ -190,10 +219,16 @@ def cmd_reproduce(args):
     if os.geteuid() != 0 and not args.report_only and not args.simulate:
         raise EnvError("reproduce runs experiments and needs root", "run it with sudo (or --simulate)")
     out = args.out or f"results/{st['name']}"
+    if args.publish:
+        sets.check_publish(st, args.publish)        # before any run: the block must exist
     if not args.report_only:
         sets.execute(st, out, sets.simulated_run if args.simulate else run, log, quiet=args.quiet)
     md, floors = sets.write(st, out, check=args.floors, plots=not args.simulate)
     print(md)
+    if args.publish:
+        command = "interleave reproduce " + " ".join(a for a in sys.argv[1:] if a != "reproduce")
+        sets.publish(st, md, args.publish, command)
+        log(f"published into {args.publish}")
     log(f"set {st['name']}: table in {out}/table.md, a report per spec under {out}/<spec>/report")
     if floors and not all(ok for _f, _g, ok in floors):
         log("below a floor: " + "; ".join(f"{f['spec']} {f['metric']} {g} < {f['min']}" for f, g, ok in floors if not ok))
@@ -207,7 +242,8 @@ def cmd_simulate(args):
     from harness import spec as spec_mod
     from harness.runner import versions_light
     from harness.schedulers.plan import ScheduleError
-    from harness.sim import simulate_spec
+    from harness.simulate import simulate_spec
+    check_out(args.out, "dir")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
     if args.background is not None:
         if not 0 <= args.background < 1:
@@ -313,6 +349,8 @@ def build_parser():
     p.add_argument("--out", help="directory of the set (default results/<set name>); complete runs in it are kept")
     p.add_argument("--floors", action="store_true", help="exit 1 when a ratio falls below the set's floors")
     p.add_argument("--report-only", action="store_true", help="do not run: only rebuild the reports and table")
+    p.add_argument("--publish", metavar="FILE", help="write the table into FILE's block "
+                   "<!-- interleave reproduce NAME --> ... <!-- end interleave reproduce NAME -->")
     p.add_argument("--simulate", action="store_true", help="run the set in the flow-level simulator (no root)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=cmd_reproduce)
@@ -343,6 +381,25 @@ def main(argv=None):
     except BrokenPipeError:  # output piped into e.g. head
         sys.stderr.close()
         return 0
+    except BadValue as exc:
+        log(f"interleave {args.command}: {exc}")
+        return EXIT_USAGE
+    except Exception as exc:
+        path = save_traceback()
+        log(f"interleave {args.command}: internal error ({type(exc).__name__}: {short(str(exc))[1:-1]}); "
+            f"traceback saved in {path} -- please report it")
+        return EXIT_INTERNAL
+
+
+def save_traceback():
+    """Write the current exception's traceback to a file of its own; return its path."""
+    import tempfile
+    import traceback
+    fd, path = tempfile.mkstemp(prefix="interleave-traceback-", suffix=".txt")
+    with os.fdopen(fd, "w") as f:
+        f.write(f"interleave {__version__}, argv {sys.argv}\n")
+        traceback.print_exc(file=f)
+    return path
 
 
 if __name__ == "__main__":

@@ -305,7 +305,17 @@ class Fabric:
                               f"connected {st.get('connected')}, synced {st.get('synced')}")
 
     def installed_routes(self):
+        """The controller's record of what it installed (acknowledged entries, walked)."""
         return self.client().call("routes")["routes"]
+
+    def switch_routes(self):
+        """Routes read back from the switches themselves (``ovs-ofctl dump-flows`` of every bridge),
+        walked hop by hop: {"src>dst": path or None}."""
+        from controllers.flows import COOKIE_ROUTE
+        from harness.routing import parse_route_flows, walk_flows
+        tables = {s: parse_route_flows(_run(["ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-flows",
+                                             self.bridge(s)]), COOKIE_ROUTE) for s in self.topo.switches}
+        return {f"{a}>{b}": walk_flows(self.topo, tables, a, b) for (a, b) in self.routes}
 
     def pin(self, src, dst, path):
         from harness.routing import check_path

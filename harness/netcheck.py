@@ -2,7 +2,8 @@
 
 Checks (each gives ok, the measured figures, and a one-line detail):
   reachability    every ordered host pair answers one ping (fping from every host at once)
-  routes          the routes walked from the controller's acknowledged entries equal the computed ones
+  routes          the routes read back from the switches (``ovs-ofctl dump-flows``, walked hop by
+                  hop) and the controller's record of its acknowledged entries equal the computed ones
   shaped_rate     one TCP flow across the fabric reaches the link rate within +-10 % (goodput is
                   compared with rate x payload share of a frame, since HTB counts whole frames)
   ecn_congested   two full-rate flows into one host: the marker marks and the receiver sees CE > 0
@@ -77,11 +78,12 @@ def check_reachability(fab):
 
 
 def check_routes(fab):
-    installed = fab.installed_routes()
+    recorded, switches = fab.installed_routes(), fab.switch_routes()
     want = {f"{s}>{d}": p for (s, d), p in fab.routes.items()}
-    wrong = sorted(k for k in want if installed.get(k) != want[k])
+    wrong = sorted(k for k in want if switches.get(k) != want[k] or recorded.get(k) != want[k])
     return {"name": "routes", "ok": not wrong, "routes": len(want), "mismatched": wrong[:20],
-            "detail": f"{len(want) - len(wrong)}/{len(want)} installed routes match the computed ones"}
+            "detail": f"{len(want) - len(wrong)}/{len(want)} routes as computed in the switches' flow tables "
+                      "and in the controller's record"}
 
 
 def far_pair(topo):

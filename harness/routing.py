@@ -113,3 +113,40 @@ class EcmpRoutes:
 def routes_for(topo, max_hosts_precomputed=64):
     """The emulator's routes (``compute_routes``) on fabrics it can build, ECMP on demand beyond."""
     return compute_routes(topo) if len(topo.hosts) <= max_hosts_precomputed else EcmpRoutes(topo)
+
+
+def parse_route_flows(text, cookie):
+    """{(src mac, dst mac): out port} from ``ovs-ofctl --no-names dump-flows`` output, keeping the
+    entries whose cookie is ``cookie`` (the controller's route entries)."""
+    import re
+    out = {}
+    for line in text.splitlines():
+        m = re.search(r"cookie=(0x[0-9a-f]+)", line)
+        src = re.search(r"dl_src=([0-9a-f:]{17})", line)
+        dst = re.search(r"dl_dst=([0-9a-f:]{17})", line)
+        port = re.search(r"actions=output:(\d+)", line)
+        if m and int(m.group(1), 16) == cookie and src and dst and port and "nw_ecn" not in line:
+            out[(src.group(1), dst.group(1))] = int(port.group(1))
+    return out
+
+
+def walk_flows(topo, flows_by_switch, src, dst, max_hops=16):
+    """The path a packet from host ``src`` to ``dst`` takes when each switch forwards as its flow
+    table ``flows_by_switch[switch]`` ({(src mac, dst mac): port}) says; None if it breaks off."""
+    peer_on = {}
+    for link in topo.links:
+        peer_on[(link.a, link.a_port)] = link.b
+        peer_on[(link.b, link.b_port)] = link.a
+    key = (topo.mac(src), topo.mac(dst))
+    path, node = [src], topo.edge_of(src)
+    while len(path) <= max_hops:
+        path.append(node)
+        if node == dst:
+            return path
+        port = flows_by_switch.get(node, {}).get(key)
+        if port is None:
+            return None
+        node = peer_on.get((node, port))
+        if node is None:
+            return None
+    return None

@@ -20,6 +20,15 @@ too. A run entry may set ``background`` (load of every fabric link, simulator on
 (its directory and row name; default the spec's name).
 ``--simulate`` runs the set in harness.sim instead of the emulator (no root).
 Exit status 1 when ``--floors`` is given and a ratio falls below its floor.
+
+**Exclusion rule** (the only one): a run whose ``summary.json`` says ``fidelity.ok: false`` (the
+emulator could not keep up: see harness.runner's fidelity guard) is left out of every mean, ratio
+and interval; the table counts such runs per row ("kept / excluded"). Simulated runs are never
+excluded. **Intervals**: each mean comes with its 95 % confidence interval over the kept repeats
+(Student's t); a ratio is the mean of the per-repeat ratios (repeat r of one scheduler over repeat r
+of the other, both kept) with its 95 % interval, or the ratio of means when no repeat pairs up.
+``--publish FILE`` replaces the block between ``<!-- interleave reproduce NAME -->`` and
+``<!-- end interleave reproduce NAME -->`` in FILE with the set's table and the command that made it.
 """
 import json
 from pathlib import Path
@@ -86,45 +95,88 @@ def execute(st, out, run, log, quiet=False):
         run(spec, d, quiet=quiet, log=log)
 
 
+def kept(summary):
+    """The exclusion rule (module docstring): a run is kept unless its fidelity guard failed."""
+    return bool(summary.get("fidelity", {}).get("ok", True))
+
+
 def aggregate(st, out):
-    """{spec: {"schedulers": {s: {metric: mean over repeats, "runs": n, "fidelity_ok": n}},
-    "ratios": {"X vs X+cassini": {metric: base / other}}}} from the complete runs under ``out``."""
+    """{spec: {"schedulers": {s: {metric: mean over kept repeats, metric + "_ci": [lo, hi], "runs": n,
+    "excluded": n}}, "ratios": {"X vs X+cassini": {metric: ratio, metric + "_ci": [lo, hi]}}}} from
+    the complete runs under ``out``."""
     table = {}
     for r in st["runs"]:
         entry = {"schedulers": {}, "ratios": {}}
+        by_repeat = {}
         for s in r["schedulers"]:
-            sums = []
+            sums, reps, excluded = [], [], 0
             for k in range(r["repeats"]):
                 f = run_dir(out, r["name"], s, k) / "summary.json"
                 if f.exists():
-                    sums.append(json.loads(f.read_text()))
-            if not sums:
+                    x = json.loads(f.read_text())
+                    if kept(x):
+                        sums.append(x)
+                        reps.append(k)
+                    else:
+                        excluded += 1
+            if not sums and not excluded:
                 continue
-            row = {m: _mean([x["totals"].get(m) for x in sums]) for m in METRICS}
-            row["jobs"] = per_job(out, r["name"], s, r["repeats"], sums)
-            row["runs"] = len(sums)
-            row["fidelity_ok"] = sum(1 for x in sums if x["fidelity"]["ok"])
+            row = {"runs": len(sums), "excluded": excluded}
+            for m in METRICS:
+                vals = [x["totals"].get(m) for x in sums]
+                row[m], row[m + "_ci"] = mean_ci(vals)
+            row["jobs"] = per_job(out, r["name"], s, reps, sums)
             row["per_run"] = {m: [x["totals"].get(m) for x in sums] for m in METRICS}
+            by_repeat[s] = dict(zip(reps, sums))
             entry["schedulers"][s] = row
         for s in r["schedulers"]:
             b = s[:-len("+cassini")] if s.endswith("+cassini") else r["schedulers"][0]
             if b != s and b in entry["schedulers"] and s in entry["schedulers"]:
-                entry["ratios"][f"{b} vs {s}"] = {m: ratio(entry["schedulers"][b][m], entry["schedulers"][s][m])
-                                                  for m in METRICS}
+                entry["ratios"][f"{b} vs {s}"] = ratio_row(by_repeat[b], by_repeat[s],
+                                                           entry["schedulers"][b], entry["schedulers"][s])
         table[r["name"]] = entry
     return table
 
 
-def per_job(out, name, scheduler, repeats, sums):
-    """{job: {model, iteration_ms, comm_ms}} averaged over repeats (comm from iterations.csv)."""
+def mean_ci(vals):
+    """(mean, [lo, hi]) of the numbers in ``vals`` with Student's t 95 % interval; the interval is
+    None with fewer than two values."""
+    from scipy import stats
+    vals = np.array([v for v in vals if v is not None and np.isfinite(v)], dtype=float)
+    if not len(vals):
+        return None, None
+    m = float(vals.mean())
+    if len(vals) < 2:
+        return round(m, 4), None
+    half = float(stats.t.ppf(0.975, len(vals) - 1) * vals.std(ddof=1) / np.sqrt(len(vals)))
+    return round(m, 4), [round(m - half, 4), round(m + half, 4)]
+
+
+def ratio_row(base_runs, other_runs, base_row, other_row):
+    """{metric: mean of per-repeat ratios base/other, metric + "_ci": its interval}; the ratio of
+    means (no interval) when no repeat is kept on both sides."""
+    paired = sorted(set(base_runs) & set(other_runs))
+    row = {}
+    for m in METRICS:
+        rs = [ratio(base_runs[k]["totals"].get(m), other_runs[k]["totals"].get(m), digits=None) for k in paired]
+        rs = [x for x in rs if x is not None and np.isfinite(x)]
+        if rs:
+            row[m], row[m + "_ci"] = mean_ci(rs)
+            row[m] = round(row[m], 3)
+        else:
+            row[m], row[m + "_ci"] = ratio(base_row[m], other_row[m]), None
+    row["pairs"] = len(paired)
+    return row
+
+
+def per_job(out, name, scheduler, reps, sums):
+    """{job: {model, iteration_ms, comm_ms}} averaged over the kept repeats ``reps`` (comm from
+    iterations.csv)."""
     import pandas as pd
     from harness.report import comm_ms_mean
     acc = {}
-    for k in range(repeats):
+    for k, summ in zip(reps, sums):
         d = run_dir(out, name, scheduler, k)
-        if not (d / "summary.json").exists():
-            continue
-        summ = json.loads((d / "summary.json").read_text())
         it = pd.read_csv(d / "iterations.csv") if (d / "iterations.csv").exists() else None
         for job, j in summ["jobs"].items():
             a = acc.setdefault(job, {"model": j["model"], "iteration_ms": [], "comm_ms": []})
@@ -140,12 +192,12 @@ def _mean(vals):
     return round(float(np.mean(vals)), 4) if vals else None
 
 
-def ratio(a, b):
+def ratio(a, b, digits=3):
     if a is None or b is None:
         return None
     if b == 0:
         return float("inf") if a > 0 else 1.0
-    return round(a / b, 3)
+    return a / b if digits is None else round(a / b, digits)
 
 
 def check_floors(st, table):
@@ -158,25 +210,40 @@ def check_floors(st, table):
     return out
 
 
+def fmt(row, m, unit="", digits=None):
+    """``mean [lo, hi] unit`` (the 95 % interval when there is one); ``-`` when there is no value."""
+    v = row.get(m)
+    if v is None:
+        return "-"
+    def num(x):
+        if x == float("inf"):
+            return "inf"
+        return f"{x:.{digits}f}" if digits is not None else f"{x:g}"
+    ci = row.get(m + "_ci")
+    return num(v) + (f" [{num(ci[0])}, {num(ci[1])}]" if ci else "") + unit
+
+
 def markdown(st, table, floors=None):
-    lines = [f"# {st['name']}: mean over repeats", "",
-             "| spec | scheduler | runs (fidelity ok) | mean iteration | p99 iteration | slowdown mean | "
-             "slowdown p99 | ECN marks | mean JCT | makespan | comm. overhead |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [f"# {st['name']}: mean [95 % interval] over kept repeats", "",
+             "Runs the fidelity guard flagged are excluded and counted (harness/sets.py, exclusion rule).", "",
+             "| spec | scheduler | runs kept / excluded | mean iteration | p99 iteration | slowdown mean | "
+             "ECN marks | mean JCT | makespan | comm. overhead |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, e in table.items():
         for s, row in e["schedulers"].items():
-            lines.append(f"| {name} | {s} | {row['runs']} ({row['fidelity_ok']}) | {row['iteration_ms_mean']} ms | "
-                         f"{row['iteration_ms_p99']} ms | {row['slowdown_mean']} | {row['slowdown_p99']} | "
-                         f"{row['ecn_marks']} | {row['jct_s_mean']} s | {row['makespan_s']} s | "
-                         f"{row['communication_overhead_s']} s |")
-    lines += ["", "## Ratios (first / second; > 1: the second is better)", "",
-              "| spec | comparison | mean | p99 | slowdown mean | slowdown p99 | ECN marks | mean JCT | makespan | "
-              "comm. overhead |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+            lines.append(f"| {name} | {s} | {row['runs']} / {row['excluded']} | {fmt(row, 'iteration_ms_mean', ' ms', 1)} | "
+                         f"{fmt(row, 'iteration_ms_p99', ' ms', 1)} | {fmt(row, 'slowdown_mean', '', 3)} | "
+                         f"{fmt(row, 'ecn_marks', '', 0)} | {fmt(row, 'jct_s_mean', ' s', 2)} | "
+                         f"{fmt(row, 'makespan_s', ' s', 2)} | {fmt(row, 'communication_overhead_s', ' s', 2)} |")
+    lines += ["", "## Ratios (first / second, per repeat pair; > 1: the second is better)", "",
+              "| spec | comparison | pairs | mean | p99 | slowdown mean | ECN marks | mean JCT | makespan |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, e in table.items():
         for key, rt in e["ratios"].items():
-            lines.append(f"| {name} | {key} | {rt['iteration_ms_mean']}x | {rt['iteration_ms_p99']}x | "
-                         f"{rt['slowdown_mean']}x | {rt['slowdown_p99']}x | {rt['ecn_marks']}x | "
-                         f"{rt['jct_s_mean']}x | {rt['makespan_s']}x | {rt['communication_overhead_s']}x |")
+            lines.append(f"| {name} | {key} | {rt['pairs']} | {fmt(rt, 'iteration_ms_mean', 'x', 2)} | "
+                         f"{fmt(rt, 'iteration_ms_p99', 'x', 2)} | {fmt(rt, 'slowdown_mean', 'x', 2)} | "
+                         f"{fmt(rt, 'ecn_marks', 'x', 1)} | {fmt(rt, 'jct_s_mean', 'x', 2)} | "
+                         f"{fmt(rt, 'makespan_s', 'x', 2)} |")
     lines += ["", "## Per job (mean over repeats; communication = first phase start to last phase end)", "",
               "| spec | scheduler | job | model | iteration | communication |", "| --- | --- | --- | --- | --- | --- |"]
     for name, e in table.items():
@@ -200,7 +267,7 @@ def markdown(st, table, floors=None):
 
 def simulated_run(spec, d, quiet=False, log=None):
     """``execute``'s ``run`` for ``--simulate``: the spec in harness.sim, summary.json in ``d``."""
-    from harness.sim import simulate_spec
+    from harness.simulate import simulate_spec
     d = Path(d)
     work = d.with_name(d.name + ".partial")
     work.mkdir(parents=True, exist_ok=True)
@@ -210,6 +277,32 @@ def simulated_run(spec, d, quiet=False, log=None):
     (work / "summary.json").write_text(json.dumps(summary, indent=2))
     work.rename(d)
     return summary
+
+
+def markers(st, kind="reproduce"):
+    return f"<!-- interleave {kind} {st['name']} -->", f"<!-- end interleave {kind} {st['name']} -->"
+
+
+def check_publish(st, target, kind="reproduce"):
+    start, end = markers(st, kind)
+    try:
+        text = Path(target).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--publish: {target}: cannot read ({exc})")
+    if start not in text or end not in text:
+        raise UsageError(f"--publish: {target} has no block {start} ... {end}")
+
+
+def publish(st, md, target, command, kind="reproduce"):
+    """Replace the set's marked block in ``target`` (a Markdown file) with ``md`` and ``command``."""
+    check_publish(st, target, kind)
+    target = Path(target)
+    start, end = markers(st, kind)
+    text = target.read_text()
+    body = md.split("\n", 1)[1].strip()          # without the set's own title
+    block = f"{start}\nGenerated by `{command}`.\n\n{body}\n{end}"
+    head, rest = text.split(start, 1)
+    target.write_text(head + block + rest.split(end, 1)[1])
 
 
 def write(st, out, check=False, plots=True):

@@ -62,12 +62,28 @@ def now():
     return time.clock_gettime(time.CLOCK_MONOTONIC)
 
 
+LATENESS = []      # seconds each sleep_until woke up after its target (the fidelity guard's timers)
+
+
 def sleep_until(t):
+    slept = False
     while True:
         d = t - now()
         if d <= 0:
+            if slept:
+                LATENESS.append(-d)
             return
+        slept = True
         time.sleep(min(d, 0.05))
+
+
+def lateness_ms():
+    """{p50, p99, max} of the sleeps' lateness in ms (None without sleeps)."""
+    if not LATENESS:
+        return None
+    xs = sorted(LATENESS)
+    pick = lambda q: round(xs[min(len(xs) - 1, int(q * len(xs)))] * 1000, 3)
+    return {"p50": pick(0.5), "p99": pick(0.99), "max": round(xs[-1] * 1000, 3), "n": len(xs)}
 
 
 class Stopped(Exception):
@@ -393,7 +409,8 @@ def main(argv=None):
         for s in list(peers.out.values()) + list(peers.inc.values()):
             s.close()
     print(json.dumps({"job": cfg["job"], "worker": args.worker, "iterations": done, "realignments": realigns,
-                      "step_latency_ms": {k: round(v * 1000, 3) for k, v in tails.items()}}),
+                      "step_latency_ms": {k: round(v * 1000, 3) for k, v in tails.items()},
+                      "timer_late_ms": lateness_ms()}),
           flush=True)
     return 0
 

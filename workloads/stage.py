@@ -223,5 +223,6 @@ def _calibration_then_receive(w, sock):
 
 
 def main(cfg, worker, out_path):
-    print(json.dumps(run(cfg, worker, out_path)), flush=True)
+    from workloads.agent import lateness_ms
+    print(json.dumps({**run(cfg, worker, out_path), "timer_late_ms": lateness_ms()}), flush=True)
     return 0

@@ -163,49 +163,6 @@ def agent_config(job, decision, scale, dilation=1.0):
     return {"kind": "program", "flows": flows, "programs": progs, "period_s": decision["period_s"] * dilation}
 
 
-def simulate_programs(spec):
-    """``interleave simulate`` for program jobs: the flow model's step of every job under the spec's
-    flow scheduler (each step repeats on the grid with the same overlap, so one step stands for all),
-    in the summary schema of harness.sim."""
-    import time
-
-    from harness.schedulers.plan import schedule
-    t0 = time.perf_counter()
-    plan = schedule(spec)
-    fp = plan["flow_scheduler"]
-    jobs = {}
-    for j in plan["jobs"]:
-        d = fp["jobs"][j["name"]]
-        step_ms, ideal_ms = d["predicted"]["step_s"] * 1000, d["ideal_step_s"] * 1000
-        # a step that overruns the grid delays the next one: the job then runs at its step time
-        every_s = max(fp["period_s"], d["predicted"]["step_s"])
-        jobs[j["name"]] = {"model": j["model"], "hosts": j["hosts"], "iterations": j["iterations"],
-                           "iteration_ms_mean": round(step_ms, 2), "iteration_ms_p99": round(step_ms, 2),
-                           "iteration_ms_profile": round(ideal_ms, 2),
-                           "iteration_ms_meaning": "step time of the consuming computation",
-                           "ect_ms_mean": round(d["predicted"]["ect_s"] * 1000, 2),
-                           "coflow_ms": round(d["predicted"]["coflow_s"] * 1000, 2),
-                           "jct_s": round(j["time_shift_ms"] / 1000 + (j["iterations"] - 1) * every_s
-                                          + d["predicted"]["step_s"], 3),
-                           "ecn_marks": None, "time_shift_ms": j["time_shift_ms"]}
-    vals = [v["iteration_ms_mean"] for v in jobs.values()]
-    slow = [v["iteration_ms_mean"] / v["iteration_ms_profile"] for v in jobs.values()]
-    return {
-        "scheduler": spec.scheduler, "flow_scheduler": spec.flow_scheduler, "spec": spec.name, "jobs": jobs,
-        "totals": {"iteration_ms_mean": round(sum(vals) / len(vals), 2), "iteration_ms_p99": round(max(vals), 2),
-                   "ect_ms_mean": round(sum(v["ect_ms_mean"] for v in jobs.values()) / len(jobs), 2),
-                   "ecn_marks": None, "slowdown_mean": round(sum(slow) / len(slow), 4),
-                   "slowdown_p99": round(max(slow), 4),
-                   "jct_s_mean": round(sum(v["jct_s"] for v in jobs.values()) / len(jobs), 3),
-                   "makespan_s": round(max(v["jct_s"] for v in jobs.values()), 3),
-                   "communication_overhead_s": round(sum((v["iteration_ms_mean"] - v["iteration_ms_profile"])
-                                                         * v["iterations"] for v in jobs.values()) / 1000, 3)},
-        "fidelity": {"ok": True, "notes": ["flow-level model of one step per job (harness.sim.flows)"]},
-        "simulator": {"wall_s": round(time.perf_counter() - t0, 3), "model": "harness.sim.flows",
-                      "period_s": fp["period_s"], "hop_latency_s": fp["hop_latency_s"]},
-    }
-
-
 def search_shifts(spec, routes, hosts_of, period):
     """CASSINI's idea for program jobs (``fixed+cassini``): time-shift the jobs' step grids so that
     their communication interleaves. CASSINI's circles need a periodic Up/Down profile, which a

@@ -29,6 +29,7 @@ when they restart); a job is preempted at most ``max_preemptions`` times and onl
 ``consolidate`` (Tiresias-like "consolidate if possible"): arrival order, each job placed at once
 at the best level free now, in the fewest racks; never waits, never preempts.
 """
+from harness.schedulers.policy import Decision
 
 DEFAULTS = {"timers": {"high": [60.0, 60.0], "medium": [15.0, 15.0], "low": [0.0, 0.0]},
             "thresholds": [1.15, 1.25], "expected_background": 0.5, "preemption": True,
@@ -160,7 +161,6 @@ class ConsolidatePolicy:
         self.spec, self.layout = spec, Layout(spec.topology)
 
     def decide(self, t, waiting, running):
-        from harness.sim.engine import Decision
         used = {h for hs in running.values() for h in hs}
         free = [h for h in self.spec.topology.hosts if h not in used]
         place = {}
@@ -191,9 +191,8 @@ class NetsensPolicy:
         self.cfg = spec.netsens
         self.timers = timers or self.cfg["timers"]
         if self.timers == "auto":
-            from harness.schedulers.tuner import tune
-            self.tuning = tune(spec)
-            self.timers = self.tuning["chosen"]
+            raise ValueError("netsens timers: auto is resolved by the planner before a policy is built "
+                             "(harness.schedulers.plan.resolve_timers)")
         bg = spec.background or self.cfg["expected_background"]
         self.sens = {j.name: sensitivity(spec.profiles[j.model], bg) for j in spec.jobs}
         self.cls = {n: classify(s, self.cfg["thresholds"]) for n, s in self.sens.items()}
@@ -214,7 +213,6 @@ class NetsensPolicy:
             yield t
 
     def decide(self, t, waiting, running):
-        from harness.sim.engine import Decision
         used = {h for hs in running.values() for h in hs}
         free = [h for h in self.spec.topology.hosts if h not in used]
         place, preempt, wake = {}, [], None

@@ -1,4 +1,4 @@
-"""The flow-level cluster simulator (``interleave simulate``): fluid.py models link-sharing jobs,
-engine.py runs a trace through the schedulers, calibration.py holds the constants measured on the
-emulator."""
-from harness.sim.engine import Simulator, simulate_spec  # noqa: F401
+"""The flow-level cluster simulator: fluid.py models link-sharing jobs, engine.py runs a trace
+through the schedulers' policies, flows.py schedules EchelonFlow steps, calibration.py holds the
+constants measured on the emulator. ``interleave simulate``'s entry point is harness.simulate."""
+from harness.sim.engine import Simulator  # noqa: F401

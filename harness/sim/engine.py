@@ -21,41 +21,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.routing import routes_for
-from harness.schedulers.plan import EpochPolicy, groups, placeable_jobs
+from harness.schedulers.netsens import policy_for
+from harness.schedulers.policy import BasePolicy, groups
 from harness.sim import calibration
 from harness.schedulers.traffic import link_loads
 from harness.sim.fluid import SimJob, attach_links, simulate
-
-
-@dataclass
-class Decision:
-    place: dict = field(default_factory=dict)      # job -> hosts
-    preempt: list = field(default_factory=list)    # running jobs to stop (they go back to the queue)
-    wake_at: float = None                          # a time at which to decide again (a timer)
-    epoch: dict = None                             # record for the schedule (placement decisions)
-
-
-class BasePolicy:
-    """The emulator's scheduler (base policy, optionally +CASSINI) at the simulator's events."""
-
-    def __init__(self, spec, routes):
-        self.ep = EpochPolicy(spec, routes)
-        self.ep.record_links = spec.uses_cassini     # the simulator needs link scores only for CASSINI groups
-        self.n_hosts = len(spec.topology.hosts)
-
-    def decide(self, t, waiting, running):
-        used = {h for hs in running.values() for h in hs}
-        placeable = placeable_jobs([w.job for w in waiting], used, self.n_hosts - len(used))
-        if not placeable:
-            return Decision()
-        placed, epoch = self.ep.place(t, placeable, running)
-        return Decision(place=placed, epoch=epoch)
-
-    def shift(self, name):
-        return self.ep.shifts.get(name, 0.0)
-
-    def forget(self, name):
-        self.ep.forget(name)
 
 
 @dataclass
@@ -329,13 +299,5 @@ def weighted_percentile(vals, weights, q):
 
 def make_policy(spec, routes):
     if spec.base == "netsens" or spec.base == "consolidate":
-        from harness.schedulers.netsens import policy_for
         return policy_for(spec, routes)
     return BasePolicy(spec, routes)
-
-
-def simulate_spec(spec, **kw):
-    if spec.has_programs:       # pipeline / tensor jobs: the flow model of their steps
-        from harness.schedulers.flowplan import simulate_programs
-        return simulate_programs(spec)
-    return Simulator(spec, **kw).run()

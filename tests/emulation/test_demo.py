@@ -19,7 +19,7 @@ not asserted here.
 import json
 
 from harness import spec as spec_mod
-from harness.sim import simulate_spec
+from harness.simulate import simulate_spec
 from tests.emulation.conftest import interleave
 
 FILES = {"spec.yaml", "schedule.json", "environment.json", "iterations.csv", "links.csv", "summary.json"}

@@ -1,5 +1,6 @@
 """Scoped lifecycle: killed runs are recovered, concurrent runs refused, others' state untouched."""
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -23,20 +24,26 @@ time.sleep(120)
 """
 
 
-def start_holder():
+def start_holder(timeout=60):
     p = subprocess.Popen([sys.executable, "-c", HOLD.format(root=str(ROOT))], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    ready, _w, _x = select.select([p.stdout], [], [], timeout)
+    if not ready:
+        p.kill()
+        p.wait()
+        pytest.fail(f"the holder did not bring its fabric up within {timeout} s")
     line = p.stdout.readline().strip()
     assert line == "up", p.stderr.read()[-2000:] if p.poll() is not None else line
     return p
 
 
 def test_killed_run_is_cleaned_and_foreign_state_survives():
+    # named like ours (the il prefix) but recorded in no ledger: clean must leave them alone
     tag = os.getpid() % 10000
-    foreign_br, foreign_veth = f"fgnbr{tag}", f"fgnv{tag}a"
+    foreign_br, foreign_veth = f"ilfgnbr{tag}", f"ilfgnv{tag}a"
     subprocess.run(["ovs-vsctl", "add-br", foreign_br, "--", "set", "bridge", foreign_br,
                     "datapath_type=netdev"], check=True)
-    subprocess.run(["ip", "link", "add", foreign_veth, "type", "veth", "peer", "name", f"fgnv{tag}b"], check=True)
+    subprocess.run(["ip", "link", "add", foreign_veth, "type", "veth", "peer", "name", f"ilfgnv{tag}b"], check=True)
     try:
         holder = start_holder()
         holder.send_signal(signal.SIGKILL)
@@ -73,6 +80,8 @@ def test_second_run_refused_while_one_is_active():
 def test_sigterm_of_the_cli_tears_down():
     p = subprocess.Popen([sys.executable, "-m", "harness.cli", "netcheck", "--topology", "dumbbell"],
                          cwd=ROOT, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    ready, _w, _x = select.select([p.stderr], [], [], 60)
+    assert ready, "netcheck printed nothing within 60 s"
     for line in p.stderr:
         if "fabric up" in line:
             break

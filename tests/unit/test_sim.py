@@ -7,7 +7,7 @@ from harness import spec as spec_mod
 from harness.maxmin import maxmin_rates
 from harness.schedulers import netsens
 from harness.schedulers.tuner import tune
-from harness.sim import simulate_spec
+from harness.simulate import simulate_spec
 from harness.sim.fluid import SimJob, maxmin_matrix, simulate
 from workloads.profiles import Phase, Profile, builtins
 
@@ -152,7 +152,3 @@ def test_stored_sensitivity_table_is_current():
     stored = yaml.safe_load(derive_sensitivity.OUT.read_text())
     assert stored == derive_sensitivity.table()       # regenerate with python -m workloads.derive_sensitivity
     assert stored["models"]["roberta"]["class"] == "high" and stored["models"]["dlrm"]["class"] == "low"
-    # the emulated measurement agrees with the model within 5 %
-    for m in ("roberta", "vgg19"):
-        assert stored["models"][m]["emulated_background_0.5"]["ratio"] == pytest.approx(
-            stored["models"][m]["modelled"]["background_0.5"], rel=0.05)

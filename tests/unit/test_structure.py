@@ -1,0 +1,64 @@
+"""The import graph of harness/ has no cycle: function-local imports count, and importing a module
+counts as importing its parent packages (their __init__ runs first). The policy contract sits below
+the simulator and the planner."""
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def module_name(path):
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def resolve(name):
+    """The module (or package) a dotted import name refers to, if it is one of ours."""
+    while name:
+        p = ROOT.joinpath(*name.split("."))
+        if p.with_suffix(".py").exists() or (p / "__init__.py").exists():
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def ancestors(mod):
+    parts = mod.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
+def import_graph(package="harness"):
+    """Module -> modules it imports (anywhere in its file), plus the packages whose __init__ that
+    import runs first (those not already being initialised as the importer's own ancestors)."""
+    g = nx.DiGraph()
+    for f in (ROOT / package).rglob("*.py"):
+        mod = module_name(f)
+        g.add_node(mod)
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for n in names:
+                target = resolve(n)
+                if not target or not target.startswith(package):
+                    continue
+                for t in ({target} | ancestors(target)) - ancestors(mod) - {mod}:
+                    if t.startswith(package):
+                        g.add_edge(mod, t)
+    return g
+
+
+def test_no_import_cycle_in_harness():
+    cycles = list(nx.simple_cycles(import_graph()))
+    assert not cycles, sorted(cycles, key=len)[:5]
+
+
+def test_policies_sit_below_the_simulator_and_the_planner():
+    g = import_graph()
+    below = nx.descendants(g, "harness.schedulers.policy")
+    assert not below & {"harness.sim.engine", "harness.schedulers.plan", "harness.simulate", "harness.sim"}
+    assert "harness.schedulers.policy" in nx.descendants(g, "harness.sim.engine")
