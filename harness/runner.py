@@ -401,7 +401,8 @@ def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, idle_per_s
     rates = {did: l.params.rate_bps * D for l in topo.links for did, *_ in l.directions()}
     peak = max_window_utilization(links, rates, 1.0)
     allowed = max(shaping_allowance(l.params, 1.0) for l in topo.links)
-    guard = fidelity.signals(idle_per_s, list(summaries.values()), peak, allowed)
+    guard = fidelity.signals(idle_per_s, list(summaries.values()), peak, allowed,
+                             min(j["iteration_ms"] for j in plan["jobs"]))
     ok, notes = fidelity.verdict(guard)
     return {
         "scheduler": spec.scheduler, "spec": spec.name,

@@ -8,7 +8,10 @@ within 10 % of the emulated CASSINI runs.
 
 Spreads measured on this machine kind, quiet, 2026-12-01 (both the code before and after the trust
 changes): CASSINI 312.0-319.8 ms mean (6 runs, 63-213 marks), themis 325.3-354.2 ms (3 runs,
-712-1,075 marks). Earlier (2026-11-29, another machine of the kind): CASSINI 304-309, themis
+712-1,075 marks); the demo set (experiments/sets/demo.yaml, 5 pairs, results/README.md): CASSINI
+315.5-327.5 ms (154-292 marks), themis 325.5-338.2 ms (620-1,333 marks), ratio of means 1.04
+[1.01, 1.08]. With these spreads the mean of three themis runs falls below the mean of three
+CASSINI runs about once in a thousand tries (difference 14 ms, its standard deviation 4.5 ms). Earlier (2026-11-29, another machine of the kind): CASSINI 304-309, themis
 314-365. The themis baseline is chaotic: jobs that start together may drift apart into
 interleaving by themselves (platform notes), so one pair can come out even; three pairs cannot by
 luck. CASSINI's own mean sits 2-7 % above the profile's 298 ms: each communication phase ends a few
