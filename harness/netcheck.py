@@ -8,7 +8,8 @@ Checks (each gives ok, the measured figures, and a one-line detail):
                   compared with rate x payload share of a frame, since HTB counts whole frames)
   ecn_congested   two full-rate flows into one host: the marker marks and the receiver sees CE > 0
   ecn_idle        one flow paced at half the link rate: no marks anywhere, no CE at the receiver
-  counters        during the congested check, the controller's CE-counting entries saw, on each
+  counters        during the congested check (once the controller's samples equal the switches' own
+                  counters: wait_ce_caught_up), the controller's CE-counting entries saw, on each
                   link the marker marked, the packets the marker marked (within 1 %), and no CE
                   packet on links off the flows' paths
 A check that cannot run (a tool missing) fails with the reason; nothing is skipped silently.
@@ -116,6 +117,7 @@ def check_ecn(fab, seconds=4):
     m0, ce0, base = _marks(fab), ce_received(fab, dst), read_jsonl(tm.of_path)
     rates = iperf(fab, [(a, dst), (b, dst)], seconds)
     wait_ce_quiet(tm.of_path)       # ... and with the last packets of this window
+    wait_ce_caught_up(fab, tm.of_path)
     m1, ce1 = _marks(fab), ce_received(fab, dst)
     tm.stop()
     counters = _counters_check(fab, base, read_jsonl(tm.of_path), {d: m1[d] - m0.get(d, 0) for d in m1},
@@ -137,6 +139,40 @@ def check_ecn(fab, seconds=4):
             "marker_marks": marked, "receiver_ce": ce1 - ce0,
             "detail": f"{sum(marked.values())} marks, {ce1 - ce0} CE packets with the link half loaded"}
     return [congested, idle, counters]
+
+
+def switch_ce_counters(fab):
+    """{dpid: {"srcmac>dstmac": packets}} of the CE-counting entries, read from the switches
+    themselves (``ovs-ofctl dump-flows``), as the controller's samples report them."""
+    import re
+    from controllers.flows import COOKIE_CE
+    from harness.fabric import _run
+    out = {}
+    for s in fab.topo.switches:
+        text = _run(["ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-flows", fab.bridge(s),
+                     f"cookie={COOKIE_CE:#x}/-1"])
+        out[fab.topo.dpid(s)] = {f"{m.group(2)}>{m.group(3)}": int(m.group(1)) for m in re.finditer(
+            r"n_packets=(\d+).*?dl_src=([0-9a-f:]{17}),dl_dst=([0-9a-f:]{17})", text)}
+    return out
+
+
+def wait_ce_caught_up(fab, path, timeout_s=15.0):
+    """Wait until the controller's latest CE sample of every switch equals what the switch itself
+    reports. Measured (leafspine, 2026-12-01): after the counters had been quiet for 1.2-3 s, the
+    controller's last samples of the busiest switches still lacked up to 67 of 283 CE packets that
+    the switches' own entries had counted; a quiet period cannot tell a lagging sampler from a
+    finished count, equality with the switch can. Returns True if caught up within ``timeout_s``."""
+    from harness.telemetry import read_jsonl
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        truth, latest = switch_ce_counters(fab), {}
+        for r in read_jsonl(path):
+            if r["kind"] == "ce":
+                latest[r["dpid"]] = r["ce"]
+        if all(latest.get(d) == c for d, c in truth.items()):
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def _counters_check(fab, base, records, marks_by_dev, flows):

@@ -29,10 +29,8 @@ COLUMNS = ["time", "link", "direction", "tx_bytes", "utilization", "ecn_marked",
 # max-revalidator (500 ms by default); port counters are read live. A measured window must start
 # and end with this much quiet time, or CE counts of packets sent just before the edge land on the
 # wrong side of it (measured: 14 of 946 CE packets missing 0.4 s after the traffic stopped).
-# Known defect, not a settle-time matter (2026-12-01, quiet machine): on leafspine the CE entries of
-# some switches (s8, s9) count fewer CE packets than crossed them in about 1 netcheck of 3 (e.g. 146
-# of 243 arrivals at s8 while s13 counted all 243); a 3 s window, a per-switch fresh-sample rule and
-# merging multipart replies per xid did not change it.
+# A quiet period is not proof that the controller's samples caught up: netcheck also waits until its
+# last sample of every switch equals the switch's own counters (netcheck.wait_ce_caught_up).
 FLOW_STATS_SETTLE_S = 1.2
 
 
