@@ -38,10 +38,10 @@ test: setup
 	$(PY) -m pytest -q tests/unit tests/emulation
 
 unit: setup
-	$(PY) -m pytest -q tests/unit
+	$(PY) -m pytest -q -m "not root"
 
 emulation: setup
-	$(PY) -m pytest -q tests/emulation
+	$(PY) -m pytest -q -m root
 
 bench: setup
 	$(PY) bench/fabric_fidelity.py

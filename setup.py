@@ -23,6 +23,7 @@ setup(
         "scapy>=2.5,<3",
         "matplotlib>=3.7,<4",
         "scipy>=1.10,<2",
+        "tqdm>=4.60,<5",
     ],
     extras_require={"test": ["pytest>=7,<10", "hypothesis>=6.80,<7"]},
     entry_points={"console_scripts": ["interleave=harness.cli:main"]},

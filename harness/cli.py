@@ -213,20 +213,35 @@ def cmd_report(args):
 
 
 def cmd_reproduce(args):
+    from pathlib import Path
+
     from harness import sets
     from harness.runner import run
     st = sets.load_set(args.set)
     if os.geteuid() != 0 and not args.report_only and not args.simulate:
         raise EnvError("reproduce runs experiments and needs root", "run it with sudo (or --simulate)")
     out = args.out or f"results/{st['name']}"
+    if args.against and not args.simulate:
+        raise UsageError("--against: compares a simulated set with an emulated one; give --simulate too")
+    if args.against and not Path(args.against).is_dir():
+        raise UsageError(f"--against: {args.against} is not a directory (the emulated set's --out)")
     if args.publish:
         sets.check_publish(st, args.publish)        # before any run: the block must exist
+        if args.against:
+            sets.check_publish(st, args.publish, kind="validation")
     if not args.report_only:
         sets.execute(st, out, sets.simulated_run if args.simulate else run, log, quiet=args.quiet)
     md, floors = sets.write(st, out, check=args.floors, plots=not args.simulate)
     print(md)
+    command = "interleave reproduce " + " ".join(a for a in sys.argv[1:] if a != "reproduce")
+    if args.against:
+        vmd, rows = sets.validation(st, args.against, out)
+        Path(out, "validation.md").write_text(vmd)
+        Path(out, "validation.json").write_text(json.dumps(rows, indent=2))
+        print(vmd)
+        if args.publish:
+            sets.publish(st, vmd, args.publish, command, kind="validation")
     if args.publish:
-        command = "interleave reproduce " + " ".join(a for a in sys.argv[1:] if a != "reproduce")
         sets.publish(st, md, args.publish, command)
         log(f"published into {args.publish}")
     log(f"set {st['name']}: table in {out}/table.md, a report per spec under {out}/<spec>/report")
@@ -352,6 +367,8 @@ def build_parser():
     p.add_argument("--publish", metavar="FILE", help="write the table into FILE's block "
                    "<!-- interleave reproduce NAME --> ... <!-- end interleave reproduce NAME -->")
     p.add_argument("--simulate", action="store_true", help="run the set in the flow-level simulator (no root)")
+    p.add_argument("--against", metavar="DIR", help="with --simulate: compare with the emulated set in DIR "
+                   "(validation.md; published into the block <!-- interleave validation NAME --> with --publish)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=cmd_reproduce)
 

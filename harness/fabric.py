@@ -317,6 +317,15 @@ class Fabric:
                                              self.bridge(s)]), COOKIE_ROUTE) for s in self.topo.switches}
         return {f"{a}>{b}": walk_flows(self.topo, tables, a, b) for (a, b) in self.routes}
 
+    def switch_ce_counters(self):
+        """{dpid: {"srcmac>dstmac": packets}} of the CE-counting entries, read from the switches
+        themselves (``ovs-ofctl dump-flows``), as the controller's samples report them."""
+        from controllers.flows import COOKIE_CE
+        from harness.routing import parse_ce_flows
+        return {self.topo.dpid(s): parse_ce_flows(_run(["ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-flows",
+                                                        self.bridge(s), f"cookie={COOKIE_CE:#x}/-1"]), COOKIE_CE)
+                for s in self.topo.switches}
+
     def pin(self, src, dst, path):
         from harness.routing import check_path
         check_path(self.topo, src, dst, path)

@@ -106,7 +106,7 @@ def check_shaped_rate(fab, seconds=3):
 def check_ecn(fab, seconds=4):
     import tempfile
 
-    from harness.telemetry import Telemetry, read_jsonl, wait_ce_quiet
+    from harness.telemetry import Telemetry, read_jsonl, wait_ce_caught_up, wait_ce_quiet
     topo = fab.topo
     a, b, dst = topo.hosts[0], topo.hosts[1], topo.hosts[-1]
     params = topo.link_between(dst, topo.edge_of(dst)).params
@@ -139,40 +139,6 @@ def check_ecn(fab, seconds=4):
             "marker_marks": marked, "receiver_ce": ce1 - ce0,
             "detail": f"{sum(marked.values())} marks, {ce1 - ce0} CE packets with the link half loaded"}
     return [congested, idle, counters]
-
-
-def switch_ce_counters(fab):
-    """{dpid: {"srcmac>dstmac": packets}} of the CE-counting entries, read from the switches
-    themselves (``ovs-ofctl dump-flows``), as the controller's samples report them."""
-    import re
-    from controllers.flows import COOKIE_CE
-    from harness.fabric import _run
-    out = {}
-    for s in fab.topo.switches:
-        text = _run(["ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-flows", fab.bridge(s),
-                     f"cookie={COOKIE_CE:#x}/-1"])
-        out[fab.topo.dpid(s)] = {f"{m.group(2)}>{m.group(3)}": int(m.group(1)) for m in re.finditer(
-            r"n_packets=(\d+).*?dl_src=([0-9a-f:]{17}),dl_dst=([0-9a-f:]{17})", text)}
-    return out
-
-
-def wait_ce_caught_up(fab, path, timeout_s=15.0):
-    """Wait until the controller's latest CE sample of every switch equals what the switch itself
-    reports. Measured (leafspine, 2026-12-01): after the counters had been quiet for 1.2-3 s, the
-    controller's last samples of the busiest switches still lacked up to 67 of 283 CE packets that
-    the switches' own entries had counted; a quiet period cannot tell a lagging sampler from a
-    finished count, equality with the switch can. Returns True if caught up within ``timeout_s``."""
-    from harness.telemetry import read_jsonl
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        truth, latest = switch_ce_counters(fab), {}
-        for r in read_jsonl(path):
-            if r["kind"] == "ce":
-                latest[r["dpid"]] = r["ce"]
-        if all(latest.get(d) == c for d, c in truth.items()):
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def _counters_check(fab, base, records, marks_by_dev, flows):

@@ -5,8 +5,9 @@ Every function that changes the kernel is split in two: ``*_cmds`` returns the a
 
 Each interface gets: ``root htb`` -> class ``1:1`` at the link rate -> a child queue (``bfifo``
 holding ``queue_bytes``, or ``red`` for the red marker). Markers are chosen by name
-(``MARKERS[name]``) and share one interface: ``attach_cmds``, ``configure`` (after the
-interfaces exist) and ``counters`` (per-interface mark counts) and ``cleanup``.
+(``MARKERS[name]``) and share one interface: ``queue_cmds`` (the interface's qdiscs and filters),
+``configure`` (after the interfaces exist), ``counters`` (per-interface mark counts), ``pins`` and
+``cleanup``.
 """
 import json
 import os

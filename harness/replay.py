@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.errors import InterleaveError
+from workloads.timing import ALIGNMENTS
 
 BASE_PORT = 17000
 COLUMNS = ["job", "worker", "iteration", "slot", "start", "comm_start", "comm_end", "end", "realigned"]
@@ -26,13 +27,19 @@ class AgentCrash(InterleaveError):
     pass
 
 
-def job_config(job, profile, hosts, ips, shift_ms, scale, t0, run_start, index, realign, extra=None):
+def job_config(job, profile, hosts, ips, shift_ms, scale, t0, run_start, index, alignment, extra=None):
+    """The agent's config. ``alignment``: grid | group | free (workloads.timing), or a bool as a
+    shorthand (True: grid, False: free)."""
+    if isinstance(alignment, bool):
+        alignment = "grid" if alignment else "free"
+    if alignment not in ALIGNMENTS:
+        raise ValueError(f"alignment {alignment!r}: one of {', '.join(ALIGNMENTS)}")
     return {"job": job.name, "model": job.model, "iterations": job.iterations, "hosts": hosts, "ips": ips,
             "iteration_ms": profile.iteration_ms, "time_shift_ms": shift_ms,
             "phases": [{"start_ms": p.start_ms, "duration_ms": p.duration_ms, "gbps": p.gbps, "pattern": p.pattern}
                        for p in profile.phases],
             "scale": scale, "t0": t0, "run_start": run_start, "port": BASE_PORT + index,
-            "dscp": (index % 63) + 1, "realign": realign, "realign_frac": 0.05, **(extra or {})}
+            "dscp": (index % 63) + 1, "alignment": alignment, **(extra or {})}
 
 
 def byte_scale(topo, hosts, reference_gbps):
@@ -50,14 +57,14 @@ class Replayer:
         self.procs = {}  # (job, worker) -> Popen
         self.configs = {}
 
-    def start(self, job, profile, hosts, shift_ms, t0, run_start, index, realign, extra=None, tag=None):
+    def start(self, job, profile, hosts, shift_ms, t0, run_start, index, alignment, extra=None, tag=None):
         """``tag`` names the agents' files and processes (default the job's name; a resumed
         segment of a preempted job uses ``<job>.s<k>``)."""
         tag = tag or job.name
         topo = self.fab.topo
         scale = byte_scale(topo, hosts, profile.reference_gbps)
         cfg = job_config(job, profile, hosts, [topo.ip(h) for h in hosts], shift_ms, scale, t0, run_start, index,
-                         realign, extra)
+                         alignment, extra)
         path = self.dir / f"{tag}.json"
         path.write_text(json.dumps(cfg, indent=1))
         self.configs[tag] = cfg

@@ -115,19 +115,40 @@ def routes_for(topo, max_hosts_precomputed=64):
     return compute_routes(topo) if len(topo.hosts) <= max_hosts_precomputed else EcmpRoutes(topo)
 
 
+FLOW_FIELDS = {"cookie": r"cookie=(0x[0-9a-f]+)", "n_packets": r"n_packets=(\d+)",
+               "dl_src": r"dl_src=([0-9a-f:]{17})", "dl_dst": r"dl_dst=([0-9a-f:]{17})",
+               "nw_ecn": r"nw_ecn=(\d)", "output": r"actions=output:(\d+)"}
+
+
+def dump_flow_entries(text):
+    """The entries of ``ovs-ofctl --no-names dump-flows`` output, one dict per line with the fields
+    of FLOW_FIELDS it has (cookie, n_packets, nw_ecn and output as integers): the one parser of
+    switch flow tables (routes read back, CE counters read back)."""
+    import re
+    out = []
+    for line in text.splitlines():
+        e = {}
+        for key, pat in FLOW_FIELDS.items():
+            m = re.search(pat, line)
+            if m:
+                v = m.group(1)
+                e[key] = int(v, 16) if key == "cookie" else v if key.startswith("dl_") else int(v)
+        if "cookie" in e:
+            out.append(e)
+    return out
+
+
 def parse_route_flows(text, cookie):
     """{(src mac, dst mac): out port} from ``ovs-ofctl --no-names dump-flows`` output, keeping the
     entries whose cookie is ``cookie`` (the controller's route entries)."""
-    import re
-    out = {}
-    for line in text.splitlines():
-        m = re.search(r"cookie=(0x[0-9a-f]+)", line)
-        src = re.search(r"dl_src=([0-9a-f:]{17})", line)
-        dst = re.search(r"dl_dst=([0-9a-f:]{17})", line)
-        port = re.search(r"actions=output:(\d+)", line)
-        if m and int(m.group(1), 16) == cookie and src and dst and port and "nw_ecn" not in line:
-            out[(src.group(1), dst.group(1))] = int(port.group(1))
-    return out
+    return {(e["dl_src"], e["dl_dst"]): e["output"] for e in dump_flow_entries(text)
+            if e["cookie"] == cookie and "dl_src" in e and "dl_dst" in e and "output" in e and "nw_ecn" not in e}
+
+
+def parse_ce_flows(text, cookie):
+    """{"src mac>dst mac": packets} of the CE-counting entries (cookie ``cookie``)."""
+    return {f"{e['dl_src']}>{e['dl_dst']}": e["n_packets"] for e in dump_flow_entries(text)
+            if e["cookie"] == cookie and "dl_src" in e and "dl_dst" in e and "n_packets" in e}
 
 
 def walk_flows(topo, flows_by_switch, src, dst, max_hops=16):

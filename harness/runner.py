@@ -1,19 +1,21 @@
 """``interleave run``: one spec in, one results directory out.
 
-Order: validate the spec; schedule (harness.schedulers.plan); build the fabric with the backends the
-doctor chose; start telemetry; start each job's agents when its epoch comes and its hosts are free
-(a job that the schedule placed on hosts still busy waits for them); stop; write the results.
+Order: validate the spec; schedule (harness.schedulers.plan: placements, starts and every job's
+timing); build the fabric with the backends the doctor chose; start telemetry; start each job's
+agents when its epoch comes and its hosts are free (a job that the schedule placed on hosts still
+busy waits for them); stop; write the results (the schema is harness.metrics').
 
 Results directory (the contract): ``spec.yaml``, ``schedule.json``, ``environment.json``,
 ``iterations.csv``, ``links.csv``, ``summary.json``; with pipeline or tensor jobs (workloads.stage)
 also ``flows.csv`` (every flow's step reference, release, arrival and pacing target), and their
-summary gives the consumer's step time, ECT and pacing error (``add_step_metrics``). It is written under ``<out>.partial`` and
-renamed at the end: complete or absent. An interrupted or failed run tears the fabric down and
-keeps what it had under ``<name>.partial`` (no ``summary.json``), and says so. Files belong to the
-invoking user when run with sudo.
+summary gives the consumer's step time, ECT and pacing error (``add_step_metrics``). It is written
+under ``<out>.partial`` and renamed at the end: complete or absent. An interrupted or failed run
+tears the fabric down and keeps what it had under ``<name>.partial`` (no ``summary.json``), and
+says so. Files belong to the invoking user when run with sudo.
 
 Time: seconds since the run start (CLOCK_MONOTONIC). With ``time_dilation: D`` the fabric runs at
-rate / D and every profile time is stretched by D; the results are reported in undilated time.
+rate / D and the plan's times are stretched by D on the way to the agents (``wall_entry``, the one
+place model time becomes wall time); measurements come back to model time in ``to_model_time``.
 Not done yet: re-phasing running jobs at later epochs (their shifts are kept from placement).
 """
 import dataclasses
@@ -21,7 +23,6 @@ import json
 import os
 import platform
 import shutil
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,29 +30,39 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from harness import __version__, fidelity, probe
+from harness import __version__, fidelity, metrics, probe
 from harness.errors import InterleaveError
 from harness.fabric import Fabric
+from harness.fidelity import idle_shares
 from harness.lifecycle import RunLock
 from harness.linkmodel import LinkParams
 from harness.netcheck import ce_received
+from harness.progress import Progress
 from harness.replay import COLUMNS as ITER_COLUMNS, Replayer, byte_scale
 from harness.schedulers import flowplan
-from harness.schedulers.plan import groups, schedule
-from harness.fidelity import idle_shares
-from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, mono
+from harness.schedulers.plan import schedule
+from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, mono, wait_ce_caught_up
 from topologies import by_name
 from topologies.base import with_background
+from workloads import timing
 from workloads.profiles import dilate
 
 REPO = Path(__file__).resolve().parent.parent
+START_LEAD_S = 3.0            # the run's reference instant t0 is this long after its start: the
+                              # first agents connect and calibrate before their first slot
+AGENT_SETUP_S = 2.0           # a later job's agents: connections + calibration before its first slot,
+AGENT_SETUP_PER_HOST_S = 0.1  # ... plus this per worker (measured connect times grow with the job)
+OVERRUN_S = 600.0             # a run still going this long after duration_s is stopped as hung
+POLL_S = 0.2                  # the runner's loop: start due jobs, watch agents and the controller
+CPU_SAMPLE_S = 1.0            # the fidelity guard's CPU idle samples
+CE_CATCH_UP_S = 15.0          # at the end, how long to wait for the controller's CE samples to equal
+                              # the switches' own counters (netcheck waits as long)
 
 
-def versions_light():
-    """Versions of the Python side (no OVS probe): enough for simulated results."""
-    out = {"interleave": __version__, "python": platform.python_version(), "kernel": os.uname().release}
+def _dist_versions(names):
     from importlib import metadata
-    for dist in ("numpy", "pandas", "networkx"):
+    out = {"interleave": __version__, "python": platform.python_version(), "kernel": os.uname().release}
+    for dist in names:
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -59,14 +70,13 @@ def versions_light():
     return out
 
 
+def versions_light():
+    """Versions of the Python side (no OVS probe): enough for simulated results."""
+    return _dist_versions(("numpy", "pandas", "networkx"))
+
+
 def versions():
-    out = {"interleave": __version__, "python": platform.python_version(), "kernel": os.uname().release}
-    from importlib import metadata
-    for dist in ("os-ken", "numpy", "pandas", "networkx", "scapy"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = None
+    out = _dist_versions(("os-ken", "numpy", "pandas", "networkx", "scapy"))
     try:
         from mininet.net import VERSION
         out["mininet"] = VERSION
@@ -89,23 +99,6 @@ def cpu_idle():
     return v[3] + v[4], sum(v)
 
 
-class Progress:
-    def __init__(self, quiet, total_jobs):
-        self.quiet, self.total, self.last = quiet, total_jobs, 0.0
-
-    def __call__(self, elapsed, running, done, iterations, total):
-        if self.quiet or elapsed - self.last < 1.0:
-            return
-        self.last = elapsed
-        sys.stderr.write(f"\r  {elapsed:6.1f} s  jobs running {running}, done {done}/{self.total}, "
-                         f"iterations {iterations}/{total} ({iterations / max(1, total):.0%})  ")
-        sys.stderr.flush()
-
-    def end(self):
-        if not self.quiet:
-            sys.stderr.write("\n")
-
-
 def segments(plan):
     """What the runner starts: one entry per job, or per segment of a preempted job (tags
     ``<job>``, ``<job>.s1``, ...; iterations numbered on with ``base``)."""
@@ -118,7 +111,7 @@ def segments(plan):
                         "tag": j["name"] if k == 0 else f"{j['name']}.s{k}",
                         "prev_tag": None if k == 0 else (j["name"] if k == 1 else f"{j['name']}.s{k - 1}"),
                         "seg_iterations": sg["iterations"], "base": base,
-                        "restart_s": j.get("restart_s", 0.0) if k else 0.0})
+                        "restart_s": j["restart_s"] if k else 0.0})    # the plan gives it with segments
             base += sg["iterations"]
     return out
 
@@ -127,15 +120,42 @@ def tags_of(name, keys):
     return [k for k in keys if k == name or k.startswith(name + ".s")]
 
 
-def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m: None):
-    findings = probe.doctor()
-    backends = probe.resolve(findings, datapath, ecn_marker)
-    probe.require_ready(findings)
-    plan = schedule(spec)
-    D = spec.time_dilation
-    link = spec.link if D == 1 else LinkParams.scaled(spec.link.rate_mbps / D, mtu=spec.link.mtu)
-    topo = spec.topology if D == 1 else by_name(spec.topology.name, link=link, **spec.topology.params)
-    topo = with_background(topo, spec.background)
+def wall_entry(entry, plan, dil):
+    """A segment entry's times on the wall clock (the one place plan times are dilated): start,
+    shift, period, restart, and its group members' shifts."""
+    sched = {j["name"]: j for j in plan["jobs"]}
+    period_ms = entry["iteration_ms"]
+    if "flow_scheduler" in plan and entry["name"] in plan["flow_scheduler"]["jobs"]:
+        period_ms = plan["flow_scheduler"]["period_s"] * 1000       # a program job's step grid
+    return {"start_s": dil.wall(entry["placed_at_s"]), "shift_ms": dil.wall(entry["time_shift_ms"]),
+            "period_s": dil.wall(period_ms / 1000), "restart_s": dil.wall(entry["restart_s"]),
+            "group": [{"job": m, "shift_ms": dil.wall(sched[m]["time_shift_ms"])} for m in entry.get("group") or []]}
+
+
+def to_model_time(dil, iters, links, flows):
+    """Measured times back from the wall clock to model time (in place)."""
+    for c in ("start", "comm_start", "comm_end", "end"):
+        iters[c] = dil.model(iters[c])
+    for c in ("time", "counter_time"):
+        if c in links:
+            links[c] = dil.model(links[c])
+    for c in ("reference", "release", "start", "finish", "target"):
+        if flows is not None and c in flows:
+            flows[c] = dil.model(flows[c])
+
+
+def wall_fabric(spec, dil):
+    """The topology and link parameters the fabric is built with (rates divided by the dilation)."""
+    if dil.factor == 1:
+        link, topo = spec.link, spec.topology
+    else:
+        link = LinkParams.scaled(dil.rate(spec.link.rate_mbps), mtu=spec.link.mtu)
+        topo = by_name(spec.topology.name, link=link, **spec.topology.params)
+    return with_background(topo, spec.background), link
+
+
+def prepare(out_dir, spec, plan, findings, backends, link, dil):
+    """The ``.partial`` working directory with what was asked and decided."""
     out_dir = Path(out_dir)
     work = out_dir.with_name(out_dir.name + ".partial")
     if out_dir.exists():
@@ -145,122 +165,153 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
     work.mkdir(parents=True)
     (work / "spec.yaml").write_text(yaml.safe_dump(spec.raw, sort_keys=False))
     (work / "schedule.json").write_text(json.dumps(plan, indent=2))
-    env = {"doctor": findings, "backends": backends, "versions": versions(), "time_dilation": D,
+    env = {"doctor": findings, "backends": backends, "versions": versions(), "time_dilation": dil.factor,
            "link": link.to_dict(), "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     (work / "environment.json").write_text(json.dumps(env, indent=2))
-    jobs = {j.name: j for j in spec.jobs}
-    sched = {j["name"]: j for j in plan["jobs"]}
-    order = sorted(segments(plan), key=lambda e: (e["placed_at_s"], e["name"], e["seg"]))
-    realign = spec.uses_cassini or spec.base == "fixed"
+    return out_dir, work
+
+
+def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m: None, progress_label=""):
+    findings = probe.doctor()
+    backends = probe.resolve(findings, datapath, ecn_marker)
+    probe.require_ready(findings)
+    plan = schedule(spec)
+    dil = timing.Dilation(spec.time_dilation)
+    topo, link = wall_fabric(spec, dil)
+    out_dir, work = prepare(out_dir, spec, plan, findings, backends, link, dil)
+    total_it = sum(j["iterations"] for j in plan["jobs"])
+    progress = Progress(total_it, "iterations", desc=progress_label or spec.name, quiet=quiet)
     ok = False
-    progress = Progress(quiet, len(order))          # jobs, or their segments when preempted
     try:
         with RunLock(log=log) as lock:
             with Fabric(topo, lock.ledger, lock.dir, datapath=backends["datapath"], marker=backends["ecn_marker"],
                         cc=backends["congestion_control"], log=log) as fab:
-                tm = Telemetry(fab, work / "telemetry", period_ms=float((spec.raw.get("telemetry") or {})
-                                                                          .get("period_ms", 100))).start()
-                rp = Replayer(fab, work, log)
-                run_start = mono()
-                # one reference instant for the whole run: job j's iteration k is planned at
-                # t_ref + shift_j + k x iteration_j (a later job starts at its first slot after now)
-                t_ref = run_start + 3.0
-                idle_samples = [cpu_idle()]            # one a second: the fidelity guard's CPU signal
-                started, finished, ce0, ce1 = {}, {}, {}, {}
-                pending = list(order)
-                grp = groups(plan, spec.cassini["align_min_score"])
-                done_it, last_count = 0, -1.0
-                total_it = sum(j["iterations"] for j in plan["jobs"])
-                index = {j["name"]: i for i, j in enumerate(plan["jobs"])}
-                # all agents of the same epoch share T0; shifts are offsets from it
-                while pending or rp.running():
-                    now = mono() - run_start
-                    for j in list(pending):
-                        hosts, tag = j["hosts"], j["tag"]
-                        busy = [h for h in hosts if any(h in started[n]["hosts"] for n in started if n not in finished)]
-                        resumable = j["seg"] == 0 or j["prev_tag"] in finished
-                        if j["placed_at_s"] * D <= now and not busy and resumable:
-                            job = dataclasses.replace(jobs[j["name"]], iterations=j["seg_iterations"])
-                            prof = dilate(spec.profiles[job.model], D)
-                            for h in hosts:
-                                ce0[(tag, h)] = ce_received(fab, h)
-                            shift_s, it_s = j["time_shift_ms"] * D / 1000, prof.iteration_ms / 1000
-                            if job.is_program:          # its step grid, not the model's profile
-                                it_s = plan["flow_scheduler"]["period_s"] * D
-                            # connections + calibration, and a resumed segment's restart from its checkpoint
-                            earliest = mono() + 2.0 + 0.1 * len(hosts) + j["restart_s"] * D
-                            first = max(0, int(np.ceil((earliest - t_ref - shift_s) / it_s)))
-                            members = [{"job": m, "shift_ms": sched[m]["time_shift_ms"] * D}
-                                       for m in sorted(grp[j["name"]])
-                                       if sched[m]["iteration_ms"] == j["iteration_ms"]]
-                            extra = {"first_slot": first, "iteration_base": j["base"]}
-                            keep = realign
-                            if spec.uses_cassini:   # shifts kept only among compatible jobs; others start shifted
-                                keep = len(members) > 1
-                            if keep and len(members) > 1:
-                                extra.update(group=members, beat_dir=str(rp.dir))
-                            if job.is_program:
-                                extra.update(flowplan.agent_config(job, plan["flow_scheduler"],
-                                                                   byte_scale(topo, hosts, spec.reference_gbps), D))
-                            rp.start(job, prof, hosts, j["time_shift_ms"] * D, t_ref, run_start, index[j["name"]],
-                                     keep, extra, tag=tag)
-                            started[tag] = {"hosts": hosts, "t0": t_ref - run_start, "at": now, "first_slot": first}
-                            pending.remove(j)
-                    rp.check()
-                    if fab.controller is not None and fab.controller.poll() is not None:
-                        log_copy = work / "controller.log"
-                        shutil.copy(fab.state_dir / "controller.log", log_copy)
-                        raise InterleaveError(f"the controller died mid-run (exit {fab.controller.returncode}): "
-                                              f"routes and telemetry are gone; its log: {log_copy}")
-                    for (name, w), p in list(rp.procs.items()):
-                        if name not in finished and all(rp.procs[(name, k)].poll() is not None
-                                                        for k in range(len(started[name]["hosts"]))):
-                            finished[name] = mono() - run_start
-                            for h in started[name]["hosts"]:
-                                ce1[(name, h)] = ce_received(fab, h)
-                    if now - last_count >= 1.0:
-                        done_it, last_count = rp.iterations_done(), now
-                        idle_samples.append(cpu_idle())
-                    progress(now / D, len(started) - len(finished), len(finished), done_it, total_it)
-                    if now > (spec.duration_s * D) + 600 * D:
-                        raise InterleaveError(f"run exceeded duration_s + 600 s ({spec.duration_s} s asked)")
-                    time.sleep(0.2)
-                progress.end()
-                for name in started:                  # jobs that ended during the last sleep
-                    if name not in finished:
-                        finished[name] = mono() - run_start
-                        for h in started[name]["hosts"]:
-                            ce1[(name, h)] = ce_received(fab, h)
-                time.sleep(FLOW_STATS_SETTLE_S + tm.ce_period_ms / 1000)   # a CE sample after the revalidator
-                tm.stop()
-                idle_samples.append(cpu_idle())
-                iters = rp.iterations()
-                flows = rp.flows()
-                links = tm.links(run_start)
-                summaries = rp.summaries()
-            ok = True
+                measured = Session(spec, plan, fab, work, dil, topo, progress, log).run()
+        ok = True
     finally:
+        progress.close()
         if not ok:
-            progress.end()
             log(f"run failed or interrupted: partial data kept in {work}")
-    # time back to undilated seconds
-    for c in ("start", "comm_start", "comm_end", "end"):
-        iters[c] = iters[c] / D
-    links["time"] = links["time"] / D
+    summary = write_results(spec, plan, work, measured, dil, topo)
+    os.rename(work, out_dir)
+    chown_to_invoker(out_dir)
+    return summary
+
+
+class Session:
+    """One run on a built fabric: starts every job (or segment) when it is due and its hosts are
+    free, watches agents and the controller, and collects what was measured."""
+
+    def __init__(self, spec, plan, fab, work, dil, topo, progress, log):
+        self.spec, self.plan, self.fab, self.work, self.dil, self.topo = spec, plan, fab, work, dil, topo
+        self.progress, self.log = progress, log
+        self.jobs = {j.name: j for j in spec.jobs}
+        self.index = {j["name"]: i for i, j in enumerate(plan["jobs"])}
+        self.pending = sorted(segments(plan), key=lambda e: (e["placed_at_s"], e["name"], e["seg"]))
+        self.n_entries = len(self.pending)
+        self.started, self.finished, self.ce0, self.ce1 = {}, {}, {}, {}
+        self.idle_samples = [cpu_idle()]
+
+    def run(self):
+        self.tm = Telemetry(self.fab, self.work / "telemetry",
+                            period_ms=float((self.spec.raw.get("telemetry") or {}).get("period_ms", 100))).start()
+        self.rp = Replayer(self.fab, self.work, self.log)
+        self.run_start = mono()
+        # one reference instant for the whole run: job j's iteration k is planned at slot k of its
+        # grid from t_ref (a later job starts at its first slot after it can be ready)
+        self.t_ref = self.run_start + START_LEAD_S
+        done_it, last_count = 0, -1.0
+        while self.pending or self.rp.running():
+            now = mono() - self.run_start
+            for entry in list(self.pending):
+                if self.due(entry, now):
+                    self.launch(entry, now)
+            self.rp.check()
+            self.watch_controller()
+            self.note_finished()
+            if now - last_count >= CPU_SAMPLE_S:
+                done_it, last_count = self.rp.iterations_done(), now
+                self.idle_samples.append(cpu_idle())
+            running = len(self.started) - len(self.finished)
+            self.progress.update(done_it, f"{self.dil.model(now):.0f} s, jobs running {running}, "
+                                          f"done {len(self.finished)}/{self.n_entries}")
+            if now > self.dil.wall(self.spec.duration_s + OVERRUN_S):
+                raise InterleaveError(f"run exceeded duration_s + {OVERRUN_S:.0f} s ({self.spec.duration_s} s asked)")
+            time.sleep(POLL_S)
+        self.note_finished(all_started=True)           # jobs that ended during the last sleep
+        time.sleep(FLOW_STATS_SETTLE_S)               # the switches' flow counters after the revalidator
+        caught_up = wait_ce_caught_up(self.fab, self.tm.of_path, timeout_s=CE_CATCH_UP_S)
+        self.tm.stop()
+        self.idle_samples.append(cpu_idle())
+        return {"iters": self.rp.iterations(), "flows": self.rp.flows(), "links": self.tm.links(self.run_start),
+                "agents": self.rp.summaries(), "started": self.started, "ce0": self.ce0, "ce1": self.ce1,
+                "idle": idle_shares(self.idle_samples), "ce_caught_up": caught_up}
+
+    def due(self, entry, now):
+        busy = any(h in self.started[n]["hosts"] for h in entry["hosts"] for n in self.started
+                   if n not in self.finished)
+        resumable = entry["seg"] == 0 or entry["prev_tag"] in self.finished
+        return self.dil.wall(entry["placed_at_s"]) <= now and not busy and resumable
+
+    def launch(self, entry, now):
+        """Start the agents of one job (or segment) at its first slot they can make."""
+        spec, plan, dil, hosts, tag = self.spec, self.plan, self.dil, entry["hosts"], entry["tag"]
+        w = wall_entry(entry, plan, dil)
+        job = dataclasses.replace(self.jobs[entry["name"]], iterations=entry["seg_iterations"])
+        prof = dilate(spec.profiles[job.model], dil.factor)
+        for h in hosts:
+            self.ce0[(tag, h)] = ce_received(self.fab, h)
+        period_s = w["period_s"] if job.is_program else prof.iteration_ms / 1000
+        # connections + calibration, and a resumed segment's restart from its checkpoint
+        earliest = mono() + AGENT_SETUP_S + AGENT_SETUP_PER_HOST_S * len(hosts) + w["restart_s"]
+        first = timing.first_slot(earliest, self.t_ref, w["shift_ms"] / 1000, period_s)
+        extra = {"first_slot": first, "iteration_base": entry["base"]}
+        if entry["alignment"] == "group":
+            extra.update(group=w["group"], beat_dir=str(self.rp.dir))
+        if job.is_program:
+            extra.update(flowplan.agent_config(job, plan["flow_scheduler"],
+                                               byte_scale(self.topo, hosts, spec.reference_gbps), dil.factor))
+        self.rp.start(job, prof, hosts, w["shift_ms"], self.t_ref, self.run_start, self.index[entry["name"]],
+                      entry["alignment"], extra, tag=tag)
+        self.started[tag] = {"hosts": hosts, "t0": dil.model(self.t_ref - self.run_start), "at": dil.model(now),
+                             "first_slot": first}
+        self.pending.remove(entry)
+
+    def watch_controller(self):
+        fab = self.fab
+        if fab.controller is not None and fab.controller.poll() is not None:
+            log_copy = self.work / "controller.log"
+            shutil.copy(fab.state_dir / "controller.log", log_copy)
+            raise InterleaveError(f"the controller died mid-run (exit {fab.controller.returncode}): "
+                                  f"routes and telemetry are gone; its log: {log_copy}")
+
+    def note_finished(self, all_started=False):
+        """Record the end and the hosts' CE counters of every job whose agents all exited (with
+        ``all_started``: of every started job, at the end of the run)."""
+        procs = self.rp.procs
+        for name, st in self.started.items():
+            if name in self.finished:
+                continue
+            if all_started or all(procs[(name, k)].poll() is not None for k in range(len(st["hosts"]))):
+                self.finished[name] = mono() - self.run_start
+                for h in st["hosts"]:
+                    self.ce1[(name, h)] = ce_received(self.fab, h)
+
+
+def write_results(spec, plan, work, m, dil, topo):
+    """iterations.csv, flows.csv, links.csv and summary.json in model time."""
+    iters, links, flows = m["iters"], m["links"], m["flows"] if spec.has_programs else None
+    to_model_time(dil, iters, links, flows)
     iters = iters.sort_values(["job", "worker", "iteration"])[ITER_COLUMNS]
     iters.to_csv(work / "iterations.csv", index=False)
-    if spec.has_programs:
-        for c in ("reference", "release", "start", "finish", "target"):
-            flows[c] = flows[c] / D
+    if flows is not None:
         flows = flows.sort_values(["job", "step", "finish"])
         flows.to_csv(work / "flows.csv", index=False)
     links.to_csv(work / "links.csv", index=False)
-    summary = summarize(spec, plan, iters, links, started, ce0, ce1, summaries, idle_shares(idle_samples), D, topo)
-    if spec.has_programs:
+    summary = summarize(spec, plan, iters, links, m, dil, topo)
+    if flows is not None:
         add_step_metrics(summary, plan, iters, flows)
     (work / "summary.json").write_text(json.dumps(summary, indent=2))
-    os.rename(work, out_dir)
-    chown_to_invoker(out_dir)
     return summary
 
 
@@ -269,7 +320,7 @@ def add_step_metrics(summary, plan, iters, flows):
     step left out as warm-up), ECT per step (max over flows of finish - reference - d_i, as in
     harness.sim.flows) and, for paced flows, how far each finished from its target."""
     fp = plan["flow_scheduler"]
-    steps_all, ects_all, slow_all = [], [], []
+    steps_all, ects_all, slow_all, overhead = [], [], [], []
     for name, d in fp["jobs"].items():
         w0 = iters[(iters.job == name) & (iters.worker == 0)].sort_values("iteration")
         steps = ((w0.end - w0.start) * 1000).to_numpy()[1:]
@@ -280,30 +331,25 @@ def add_step_metrics(summary, plan, iters, flows):
         paced = f[f.target.notna()]
         err = ((paced.finish - paced.target) * 1000).to_numpy()
         rel = (paced.finish - paced.target) / (paced.target - paced.release).clip(lower=1e-6)
-        job = summary["jobs"][name]
-        job.update({
-            "iteration_ms_mean": round(float(steps.mean()), 2) if len(steps) else None,
-            "iteration_ms_p99": round(float(np.percentile(steps, 99)), 2) if len(steps) else None,
-            "iteration_ms_meaning": "step time of the consuming computation (worker 0: first op start to last op end)",
-            "ect_ms_mean": round(float(ect.mean()), 2) if len(ect) else None,
-            "predicted_step_ms": round(d["predicted"]["step_s"] * 1000, 2),
-            "predicted_ect_ms": round(d["predicted"]["ect_s"] * 1000, 2),
-            "iteration_ms_profile": round(d["ideal_step_s"] * 1000, 2),     # alone, infinitely fast links
-            "flows": int(len(f)),
-            "pacing_error_ms_p50": round(float(np.median(err)), 2) if len(err) else None,
-            "pacing_error_rel_p50": round(float(np.median(np.abs(rel))), 4) if len(rel) else None})
+        ideal_ms = d["ideal_step_s"] * 1000                     # alone, infinitely fast links
+        entry = summary["jobs"][name]
+        summary["jobs"][name] = metrics.job(program=True, **{
+            **entry, "iteration_ms_mean": metrics.mean(steps), "iteration_ms_p99": metrics.percentile(steps, 99),
+            "fastest_iteration_ms": min(steps) if len(steps) else None,
+            "iteration_ms_profile": ideal_ms, "iteration_ms_meaning": metrics.STEP_MEANING,
+            "ect_ms_mean": metrics.mean(ect), "predicted_step_ms": d["predicted"]["step_s"] * 1000,
+            "predicted_ect_ms": d["predicted"]["ect_s"] * 1000, "flows": len(f),
+            "pacing_error_ms_p50": float(np.median(err)) if len(err) else None,
+            "pacing_error_rel_p50": float(np.median(np.abs(rel))) if len(rel) else None})
         steps_all.extend(steps.tolist())
         ects_all.extend(ect.tolist())
-        slow_all.extend((steps / (d["ideal_step_s"] * 1000)).tolist())
-    t = summary["totals"]
-    t["iteration_ms_mean"] = round(float(np.mean(steps_all)), 2) if steps_all else None
-    t["iteration_ms_p99"] = round(float(np.percentile(steps_all, 99)), 2) if steps_all else None
-    t["slowdown_mean"] = round(float(np.mean(slow_all)), 4) if slow_all else None
-    t["slowdown_p99"] = round(float(np.percentile(slow_all, 99)), 4) if slow_all else None
-    t["communication_overhead_s"] = round(sum((v["iteration_ms_mean"] - v["iteration_ms_profile"]) * v["iterations"]
-                                              for v in summary["jobs"].values()
-                                              if v["iteration_ms_mean"] is not None) / 1000, 3)
-    t["ect_ms_mean"] = round(float(np.mean(ects_all)), 2) if ects_all else None
+        slow_all.extend((steps / ideal_ms).tolist())
+        overhead.append((metrics.mean(steps), ideal_ms, entry["iterations"]))
+    summary["totals"] = metrics.totals(**{
+        **summary["totals"], "iteration_ms_mean": metrics.mean(steps_all),
+        "iteration_ms_p99": metrics.percentile(steps_all, 99), "slowdown_mean": metrics.mean(slow_all),
+        "slowdown_p99": metrics.percentile(slow_all, 99),
+        "communication_overhead_s": metrics.communication_overhead_s(overhead), "ect_ms_mean": metrics.mean(ects_all)})
     summary["flow_scheduler"] = fp["policy"]
 
 
@@ -342,82 +388,92 @@ def iteration_times_ms(w0):
     return np.append(np.diff(starts), ends[-1] - starts[-1]) * 1000
 
 
-def shift_errors_ms(name, j, plan, iters, started, D):
+def shift_errors_ms(name, j, plan, iters, started):
     """How far a job's communication starts were from where its shift put them.
 
-    In a group (jobs sharing links, same period) the shift is relative: the error is the offset to
+    In a group (schedule.json's ``group``) the shift is relative: the error is the offset to
     another member's nearest earlier communication start minus the planned difference of shifts,
-    wrapped into (-it/2, it/2]. Otherwise it is the distance to the job's own plan grid."""
+    wrapped into one period (workloads.timing.wrap). Otherwise it is the distance to the job's own
+    plan grid."""
     sched = {x["name"]: x for x in plan["jobs"]}
     it = j["iteration_ms"] / 1000
     mine = iters[(iters.job == name) & (iters.worker == 0)].sort_values("comm_start")
-    grp = sorted(m for m in groups(plan)[name] if m != name and sched[m]["iteration_ms"] == j["iteration_ms"])
-    if grp:
-        other = iters[(iters.job == grp[0]) & (iters.worker == 0)].sort_values("comm_start")
+    others = [m for m in j.get("group") or [] if m != name]
+    if others:
+        other = iters[(iters.job == others[0]) & (iters.worker == 0)].sort_values("comm_start")
         if len(other) and len(mine):
-            planned = (j["time_shift_ms"] - sched[grp[0]]["time_shift_ms"]) / 1000
+            planned = (j["time_shift_ms"] - sched[others[0]]["time_shift_ms"]) / 1000
             idx = np.searchsorted(other.comm_start.to_numpy(), mine.comm_start.to_numpy()) - 1
             ok = idx >= 0
             d = mine.comm_start.to_numpy()[ok] - other.comm_start.to_numpy()[idx[ok]] - planned
-            d = (d + it / 2) % it - it / 2
-            return np.abs(d) * 1000
-    t0 = started.get(name, {}).get("t0", 0.0) / D
-    slot_start = t0 + j["time_shift_ms"] / 1000 + mine.slot * it
+            return np.abs(timing.wrap(d, it)) * 1000
+    t0 = started.get(name, {}).get("t0", 0.0)
+    slot_start = timing.slot_time(t0, j["time_shift_ms"] / 1000, mine.slot, it)
     return ((mine.start - slot_start).abs() * 1000).to_numpy()
 
 
-def summarize(spec, plan, iters, links, started, ce0, ce1, summaries, idle_per_s, D, topo):
+def job_metrics(j, iters, m):
+    """One job's summary entry from its leader's rows, its hosts' CE counters and its agents'
+    summaries; also its steady iteration times (ms) for the totals."""
+    name = j["name"]
+    w0 = iters[(iters.job == name) & (iters.worker == 0)].sort_values("iteration")
+    bounds = np.cumsum([sg["iterations"] for sg in j.get("segments", [])])[:-1]
+    cuts = [0] + [int(np.searchsorted(w0.iteration.to_numpy(), b)) for b in bounds] + [len(w0)]
+    pieces = [w0.iloc[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+    it_ms = np.concatenate([iteration_times_ms(p) for p in pieces]) if len(w0) else np.array([])
+    steady = it_ms[1:] if len(it_ms) > 1 else it_ms
+    ce0, ce1 = m["ce0"], m["ce1"]
+    marks = sum(ce1[k] - ce0.get(k, 0) for k in ce1 if k[0] in tags_of(name, {t for t, _h in ce1}))
+    err = shift_errors_ms(name, j, m["plan"], iters, m["started"])
+    realigns = sum(s.get("realignments", 0) for (jn, _w), s in m["agents"].items() if jn in tags_of(name, [jn]))
+    span_min = max(1e-9, (w0.end.max() - w0.start.min()) / 60) if len(w0) else 1e-9
+    entry = metrics.job(
+        model=j["model"], hosts=j["hosts"], iterations=len(w0),
+        iteration_ms_mean=metrics.mean(steady), iteration_ms_p99=metrics.percentile(steady, 99),
+        iteration_ms_profile=j["iteration_ms"], fastest_iteration_ms=min(steady) if len(steady) else None,
+        jct_s=float(w0.end.max() - j.get("arrival_s", 0.0)) if len(w0) else None,
+        queue_s=m["started"][name]["at"] - j.get("arrival_s", 0.0) if name in m["started"] else None,
+        ecn_marks=marks, ecn_marks_source="receivers (IpExtInCEPkts of the job's hosts)",
+        ecn_marks_per_iteration=marks / max(1, len(w0)), time_shift_ms=j["time_shift_ms"],
+        alignment=j["alignment"], shift_error_ms_p50=float(np.median(err)) if len(err) else None,
+        realignments=realigns, realignments_per_minute=realigns / span_min,
+        preemptions=len(j.get("segments") or [None]) - 1, segments=j.get("segments"))
+    return entry, steady
+
+
+def guard(m, links, plan, dil, topo):
+    """The fidelity guard's signals and verdict (harness.fidelity), on model time: link rates are
+    the model's (the fabric's times D), a window of one model second holds D wall seconds."""
+    rates = {did: dil.wall(l.params.rate_bps) for l in topo.links for did, *_ in l.directions()}
+    peak = max_window_utilization(links, rates, 1.0)
+    allowed = max(shaping_allowance(l.params, dil.wall(1.0)) for l in topo.links)
+    signals = fidelity.signals(m["idle"], list(m["agents"].values()), peak, allowed,
+                               min(j["iteration_ms"] for j in plan["jobs"]))
+    ok, notes = fidelity.verdict(signals)
+    return {"ok": ok, "notes": notes, **signals}
+
+
+def summarize(spec, plan, iters, links, m, dil, topo):
     jobs, all_it, all_slow = {}, [], []
+    m = {**m, "plan": plan}
     for j in plan["jobs"]:
-        name = j["name"]
-        w0 = iters[(iters.job == name) & (iters.worker == 0)].sort_values("iteration")
-        bounds = np.cumsum([sg["iterations"] for sg in j.get("segments", [])])[:-1]
-        cuts = [0] + [int(np.searchsorted(w0.iteration.to_numpy(), b)) for b in bounds] + [len(w0)]
-        pieces = [w0.iloc[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
-        it_ms = np.concatenate([iteration_times_ms(p) for p in pieces]) if len(w0) else np.array([])
-        steady = it_ms[1:] if len(it_ms) > 1 else it_ms
+        jobs[j["name"]], steady = job_metrics(j, iters, m)
         all_it.extend(steady.tolist())
         all_slow.extend((steady / j["iteration_ms"]).tolist())
-        marks = sum(ce1[k] - ce0.get(k, 0) for k in ce1 if k[0] in tags_of(name, {t for t, _h in ce1}))
-        n = max(1, len(w0))
-        err = shift_errors_ms(name, j, plan, iters, started, D)
-        realigns = sum(s.get("realignments", 0) for (jn, _w), s in summaries.items() if jn in tags_of(name, [jn]))
-        span_min = max(1e-9, (w0.end.max() - w0.start.min()) / 60) if len(w0) else 1e-9
-        jobs[name] = {
-            "model": j["model"], "hosts": j["hosts"], "iterations": int(len(w0)),
-            "iteration_ms_mean": round(float(np.mean(steady)), 2) if len(steady) else None,
-            "iteration_ms_p99": round(float(np.percentile(steady, 99)), 2) if len(steady) else None,
-            "iteration_ms_profile": j["iteration_ms"],
-            "jct_s": round(float(w0.end.max() - j.get("arrival_s", 0.0)), 3) if len(w0) else None,
-            "ecn_marks": int(marks), "ecn_marks_source": "receivers (IpExtInCEPkts of the job's hosts)",
-            "ecn_marks_per_iteration": round(marks / n, 3),
-            "time_shift_ms": j["time_shift_ms"], "shift_error_ms_p50": round(float(np.median(err)), 2) if len(err) else None,
-            "realignments": int(realigns), "realignments_per_minute": round(realigns / span_min, 2),
-        }
-        if j.get("segments"):
-            jobs[name].update(preemptions=len(j["segments"]) - 1, segments=j["segments"])
-        jobs[name]["fastest_iteration_ms"] = round(float(min(steady)), 2) if len(steady) else None
     jcts = [v["jct_s"] for v in jobs.values() if v["jct_s"] is not None]
-    rates = {did: l.params.rate_bps * D for l in topo.links for did, *_ in l.directions()}
-    peak = max_window_utilization(links, rates, 1.0)
-    allowed = max(shaping_allowance(l.params, 1.0) for l in topo.links)
-    guard = fidelity.signals(idle_per_s, list(summaries.values()), peak, allowed,
-                             min(j["iteration_ms"] for j in plan["jobs"]))
-    ok, notes = fidelity.verdict(guard)
-    return {
-        "scheduler": spec.scheduler, "spec": spec.name,
-        "duration_s": round(float(iters.end.max()) if len(iters) else 0.0, 3),
-        "jobs": jobs,
-        "totals": {"iteration_ms_mean": round(float(np.mean(all_it)), 2) if all_it else None,
-                   "iteration_ms_p99": round(float(np.percentile(all_it, 99)), 2) if all_it else None,
-                   "ecn_marks": int(sum(v["ecn_marks"] for v in jobs.values())),
-                   # iteration time / the profile's: comparable across models (a trace mixes 58 ms and 3 s)
-                   "slowdown_mean": round(float(np.mean(all_slow)), 4) if all_slow else None,
-                   "slowdown_p99": round(float(np.percentile(all_slow, 99)), 4) if all_slow else None,
-                   "jct_s_mean": round(float(np.mean(jcts)), 3) if jcts else None,
-                   "makespan_s": round(float(iters.end.max()), 3) if len(iters) else None,
-                   "communication_overhead_s": round(sum((v["iteration_ms_mean"] - v["iteration_ms_profile"]) *
-                                                         v["iterations"] for v in jobs.values()
-                                                         if v["iteration_ms_mean"] is not None) / 1000, 3)},
-        "fidelity": {"ok": ok, "notes": notes, **guard},
-    }
+    queues = [v["queue_s"] for v in jobs.values() if v["queue_s"] is not None]
+    end = float(iters.end.max()) if len(iters) else None
+    totals = metrics.totals(
+        iteration_ms_mean=metrics.mean(all_it), iteration_ms_p99=metrics.percentile(all_it, 99),
+        ecn_marks=sum(v["ecn_marks"] for v in jobs.values()),
+        # iteration time / the profile's: comparable across models (a trace mixes 58 ms and 3 s)
+        slowdown_mean=metrics.mean(all_slow), slowdown_p99=metrics.percentile(all_slow, 99),
+        jct_s_mean=metrics.mean(jcts), makespan_s=end, queue_s_mean=metrics.mean(queues),
+        communication_overhead_s=metrics.communication_overhead_s(
+            (v["iteration_ms_mean"], v["iteration_ms_profile"], v["iterations"]) for v in jobs.values()),
+        preemptions=sum(v["preemptions"] for v in jobs.values()))
+    telemetry = {"ce_caught_up": m.get("ce_caught_up"),
+                 "ce_caught_up_meaning": "the controller's last CE samples equal the switches' own counters "
+                                         "(links.csv's openflow ecn_marked is complete)"}
+    return metrics.summary(spec.scheduler, spec.name, end or 0.0, jobs, totals, guard(m, links, plan, dil, topo),
+                           telemetry=telemetry)

@@ -4,6 +4,7 @@ their steps. Sits above both the planner and the simulator; nothing below import
 """
 import time
 
+from harness import metrics
 from harness.schedulers.plan import resolve_timers, schedule
 from harness.sim.engine import Simulator
 
@@ -32,28 +33,27 @@ def simulate_programs(spec):
         step_ms, ideal_ms = d["predicted"]["step_s"] * 1000, d["ideal_step_s"] * 1000
         # a step that overruns the grid delays the next one: the job then runs at its step time
         every_s = max(fp["period_s"], d["predicted"]["step_s"])
-        jobs[j["name"]] = {"model": j["model"], "hosts": j["hosts"], "iterations": j["iterations"],
-                           "iteration_ms_mean": round(step_ms, 2), "iteration_ms_p99": round(step_ms, 2),
-                           "iteration_ms_profile": round(ideal_ms, 2),
-                           "iteration_ms_meaning": "step time of the consuming computation",
-                           "ect_ms_mean": round(d["predicted"]["ect_s"] * 1000, 2),
-                           "coflow_ms": round(d["predicted"]["coflow_s"] * 1000, 2),
-                           "jct_s": round(j["time_shift_ms"] / 1000 + (j["iterations"] - 1) * every_s
-                                          + d["predicted"]["step_s"], 3),
-                           "ecn_marks": None, "time_shift_ms": j["time_shift_ms"]}
+        jobs[j["name"]] = metrics.job(
+            program=True, model=j["model"], hosts=j["hosts"], iterations=j["iterations"],
+            iteration_ms_mean=step_ms, iteration_ms_p99=step_ms, iteration_ms_profile=round(ideal_ms, 2),
+            iteration_ms_meaning=metrics.STEP_MEANING, ect_ms_mean=d["predicted"]["ect_s"] * 1000,
+            coflow_ms=d["predicted"]["coflow_s"] * 1000,
+            predicted_step_ms=step_ms, predicted_ect_ms=d["predicted"]["ect_s"] * 1000,
+            jct_s=j["time_shift_ms"] / 1000 + (j["iterations"] - 1) * every_s + d["predicted"]["step_s"],
+            time_shift_ms=j["time_shift_ms"], alignment=j["alignment"], flows=len(d["flows"]))
     vals = [v["iteration_ms_mean"] for v in jobs.values()]
     slow = [v["iteration_ms_mean"] / v["iteration_ms_profile"] for v in jobs.values()]
-    return {
-        "scheduler": spec.scheduler, "flow_scheduler": spec.flow_scheduler, "spec": spec.name, "jobs": jobs,
-        "totals": {"iteration_ms_mean": round(sum(vals) / len(vals), 2), "iteration_ms_p99": round(max(vals), 2),
-                   "ect_ms_mean": round(sum(v["ect_ms_mean"] for v in jobs.values()) / len(jobs), 2),
-                   "ecn_marks": None, "slowdown_mean": round(sum(slow) / len(slow), 4),
-                   "slowdown_p99": round(max(slow), 4),
-                   "jct_s_mean": round(sum(v["jct_s"] for v in jobs.values()) / len(jobs), 3),
-                   "makespan_s": round(max(v["jct_s"] for v in jobs.values()), 3),
-                   "communication_overhead_s": round(sum((v["iteration_ms_mean"] - v["iteration_ms_profile"])
-                                                         * v["iterations"] for v in jobs.values()) / 1000, 3)},
-        "fidelity": {"ok": True, "notes": ["flow-level model of one step per job (harness.sim.flows)"]},
-        "simulator": {"wall_s": round(time.perf_counter() - t0, 3), "model": "harness.sim.flows",
-                      "period_s": fp["period_s"], "hop_latency_s": fp["hop_latency_s"]},
-    }
+    makespan = max(v["jct_s"] for v in jobs.values())
+    totals = metrics.totals(
+        iteration_ms_mean=sum(vals) / len(vals), iteration_ms_p99=max(vals),   # one step per job
+        ect_ms_mean=sum(v["ect_ms_mean"] for v in jobs.values()) / len(jobs),
+        slowdown_mean=sum(slow) / len(slow), slowdown_p99=max(slow),
+        jct_s_mean=sum(v["jct_s"] for v in jobs.values()) / len(jobs), makespan_s=makespan,
+        communication_overhead_s=metrics.communication_overhead_s(
+            (v["iteration_ms_mean"], v["iteration_ms_profile"], v["iterations"]) for v in jobs.values()))
+    return metrics.summary(
+        spec.scheduler, spec.name, makespan, jobs, totals,
+        {"ok": True, "notes": ["flow-level model of one step per job (harness.sim.flows)"]},
+        head={"flow_scheduler": spec.flow_scheduler, "simulated": True},
+        simulator={"wall_s": round(time.perf_counter() - t0, 3), "model": "harness.sim.flows",
+                   "period_s": fp["period_s"], "hop_latency_s": fp["hop_latency_s"]})

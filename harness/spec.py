@@ -183,6 +183,7 @@ def load(path, scheduler=None, seed=None):
 
 
 def from_mapping(raw, where="spec"):
+    """The whole spec validated, section by section, before anything is built."""
     if not isinstance(raw, dict):
         raise SpecError(where, "(top level)", type(raw).__name__, "a mapping")
     try:
@@ -196,6 +197,37 @@ def from_mapping(raw, where="spec"):
     name = raw["name"] if "name" in raw else Path(where).stem
     check_name(where, "name", name)
     ref = _float(where, "reference_gbps", raw.get("reference_gbps", 50), strict=True)
+    link, topo = _fabric(where, raw, ref)
+    profiles = _profiles(where, raw)
+    seed = _int(where, "seed", raw.get("seed", 1), minimum=0)
+    dilation = _float(where, "time_dilation", raw.get("time_dilation", 1.0), minimum=1.0)
+    scheduler = parse_scheduler(where, raw.get("scheduler", "themis"))
+    duration = _float(where, "duration_s", raw.get("duration_s", 120), strict=True)
+    cassini = _cassini(where, raw)
+    _telemetry(where, raw)
+    fs = raw.get("flow_scheduler", "fair")
+    if not isinstance(fs, str) or fs not in FLOW_SCHEDULERS:
+        raise SpecError(where, "flow_scheduler", fs, " | ".join(FLOW_SCHEDULERS))
+    from harness.schedulers.netsens import validate as validate_netsens
+    netsens = validate_netsens(where, raw.get("netsens"), SpecError)
+    background = _background(where, raw)
+    if ("jobs" in raw) == ("trace" in raw):
+        raise SpecError(where, "jobs/trace", None, "exactly one of jobs (explicit) or trace (generated)")
+    if "trace" in raw:
+        jobs_raw = _trace_jobs(where, raw["trace"], profiles, len(topo.hosts), seed)
+    else:
+        jobs_raw = raw["jobs"]
+        if not isinstance(jobs_raw, list) or not jobs_raw:
+            raise SpecError(where, "jobs", jobs_raw, "a non-empty list of jobs")
+    jobs = _jobs(where, jobs_raw, profiles, topo, scheduler)
+    _job_kinds(where, jobs, scheduler, fs, background)
+    return Spec(name=name, topology=topo, link=link, reference_gbps=ref, profiles=profiles, jobs=jobs,
+                scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
+                netsens=netsens, background=background, flow_scheduler=fs, source=where, raw=raw)
+
+
+def _fabric(where, raw, ref):
+    """(LinkParams, Topology) of ``link`` and ``topology``."""
     try:
         link = LinkParams.from_spec(mapping(where, "link", raw.get("link"),
                                             "a mapping {rate_mbps, ecn_k_bytes, queue_bytes, mtu}"),
@@ -214,6 +246,11 @@ def from_mapping(raw, where="spec"):
         raise SpecError(where, exc.key, exc.value, exc.allowed)
     except TypeError:
         raise SpecError(where, "topology", topo_raw, f"parameters of {topo_raw['name']}: see the README")
+    return link, topo
+
+
+def _profiles(where, raw):
+    """The built-in profiles plus the spec's own."""
     profiles = dict(builtins())
     custom = mapping(where, "profiles", raw.get("profiles"), "a mapping of name -> profile")
     for pname, pdata in custom.items():
@@ -222,10 +259,11 @@ def from_mapping(raw, where="spec"):
             profiles[pname] = from_dict(pname, pdata, f"{where}: profiles.{pname}")
         except ProfileError as exc:
             raise UsageError(str(exc))
-    seed = _int(where, "seed", raw.get("seed", 1), minimum=0)
-    dilation = _float(where, "time_dilation", raw.get("time_dilation", 1.0), minimum=1.0)
-    scheduler = parse_scheduler(where, raw.get("scheduler", "themis"))
-    duration = _float(where, "duration_s", raw.get("duration_s", 120), strict=True)
+    return profiles
+
+
+def _cassini(where, raw):
+    """CASSINI's settings with their defaults (CASSINI_KEYS)."""
     cassini = dict(CASSINI_KEYS)
     for k, v in mapping(where, "cassini", raw.get("cassini"), "a mapping of CASSINI settings").items():
         if k not in CASSINI_KEYS:
@@ -245,7 +283,10 @@ def from_mapping(raw, where="spec"):
         raise SpecError(where, "cassini.align_min_score", a, "a score in [0, 1]")
     if cassini["loops"] not in ("reject", "joint"):
         raise SpecError(where, "cassini.loops", cassini["loops"], "reject (the paper) | joint")
+    return cassini
 
+
+def _telemetry(where, raw):
     telemetry = mapping(where, "telemetry", raw.get("telemetry"), "a mapping {period_ms}")
     for k, v in telemetry.items():
         if k != "period_ms":
@@ -253,27 +294,19 @@ def from_mapping(raw, where="spec"):
         if not 10 <= _float(where, "telemetry.period_ms", v, strict=True) <= 60_000:
             raise SpecError(where, "telemetry.period_ms", v, "in [10, 60000] ms")
 
-    fs = raw.get("flow_scheduler", "fair")
-    if not isinstance(fs, str) or fs not in FLOW_SCHEDULERS:
-        raise SpecError(where, "flow_scheduler", fs, " | ".join(FLOW_SCHEDULERS))
-    from harness.schedulers.netsens import validate as validate_netsens
-    netsens = validate_netsens(where, raw.get("netsens"), SpecError)
+
+def _background(where, raw):
     bg = raw.get("background") or {}
     if not isinstance(bg, dict) or set(bg) - {"load"}:
         raise SpecError(where, "background", bg, "a mapping {load: fraction of every switch-to-switch link}")
     background = _float(where, "background.load", bg.get("load", 0.0))
     if background >= 1:
         raise SpecError(where, "background.load", background, "a fraction in [0, 1)")
+    return background
 
-    if ("jobs" in raw) == ("trace" in raw):
-        raise SpecError(where, "jobs/trace", None, "exactly one of jobs (explicit) or trace (generated)")
-    if "trace" in raw:
-        jobs_raw = _trace_jobs(where, raw["trace"], profiles, len(topo.hosts), seed)
-    else:
-        jobs_raw = raw["jobs"]
-        if not isinstance(jobs_raw, list) or not jobs_raw:
-            raise SpecError(where, "jobs", jobs_raw, "a non-empty list of jobs")
-    jobs = _jobs(where, jobs_raw, profiles, topo, scheduler)
+
+def _job_kinds(where, jobs, scheduler, fs, background):
+    """Program jobs (pipeline/tensor) and profile jobs: what each kind allows."""
     programs = [j for j in jobs if j.is_program]
     if programs:
         if len(programs) < len(jobs):
@@ -291,9 +324,6 @@ def from_mapping(raw, where="spec"):
     elif fs != "fair":
         raise SpecError(where, "flow_scheduler", fs, "fair unless jobs have a pipeline or tensor block "
                         "(profile jobs' phases are shared by TCP)")
-    return Spec(name=name, topology=topo, link=link, reference_gbps=ref, profiles=profiles, jobs=jobs,
-                scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
-                netsens=netsens, background=background, flow_scheduler=fs, source=where, raw=raw)
 
 
 def _trace_jobs(where, trace, profiles, n_hosts, seed):

@@ -1,13 +1,13 @@
 """Program replay: one worker of a pipeline- or tensor-parallel job whose computation waits for its inputs.
 
-Run by workloads.agent when its config has ``"kind": "program"`` (built by harness.schedulers.echelon
-from a workloads.echelon EchelonFlow). The worker runs its ops in order, step after step; an op
+Run by workloads.agent when its config has ``"kind": "program"`` (built by
+harness.schedulers.flowplan.agent_config from a workloads.echelon EchelonFlow). The worker runs its ops in order, step after step; an op
 starts only when every flow it consumes has arrived; when an op ends, the flows it releases are
 queued on their connection (one TCP connection per ordered worker pair, flows in release order) and
 sent by that connection's sender thread while computation goes on. So the order and time in which
 flows finish change the step time, as they would change a pipeline's.
 
-Steps. Step k of the job is planned at ``t0 + shift + k * period``: a worker whose first op needs no
+Steps. Step k of the job is planned at slot k of its grid (workloads.timing): a worker whose first op needs no
 input (pipeline stage 0, every tensor-parallel rank) starts the step at that slot or, if the previous
 step overran it, as soon as its previous step ended; other workers follow their inputs. The step's
 reference time (for targets and the ECT) is its planned slot, or its late start: every flow carries
@@ -31,7 +31,9 @@ import queue
 import struct
 import threading
 
-from workloads.agent import PAYLOAD, SLICE, Peers, Stopped, _drain, _recv_exact, now, sleep_until
+from workloads import timing
+from workloads.wire import (PAYLOAD, SLICE, Peers, Stopped, connect_deadline, drain, lateness_ms, now,
+                            recv_exact, send_all, sleep_until)
 
 HEADER = struct.Struct("!IIdd")     # step, flow index, step reference (monotonic s), release time
 CAL_STEP, CAL_ROUNDS = 0xFFFFFFFF, 11
@@ -47,11 +49,7 @@ def paced_send(sock, n, ref, schedule, tail_s=0.0):
     including it, minus ``tail_s`` (the path latency of a slice). No schedule: at once. A slice whose
     time is past goes at once, so a late flow catches up as fast as TCP allows."""
     if not schedule:
-        sent = 0
-        while sent < n:
-            k = min(len(PAYLOAD), n - sent)
-            sock.sendall(PAYLOAD[:k])
-            sent += k
+        send_all(sock, n)
         return
     ts = [p[0] for p in schedule]
     xs = [p[1] for p in schedule]
@@ -91,9 +89,9 @@ class Worker:
     def _receiver(self, sock):
         try:
             while True:
-                step, idx, ref, release = HEADER.unpack(_recv_exact(sock, HEADER.size))
+                step, idx, ref, release = HEADER.unpack(recv_exact(sock, HEADER.size))
                 t = now()
-                _drain(sock, self.flows[idx]["bytes"])
+                drain(sock, self.flows[idx]["bytes"])
                 with self.cv:
                     self.arrived[(step, idx)] = (ref, release, t, now())
                     self.cv.notify_all()
@@ -134,7 +132,7 @@ class Worker:
             for _ in range(CAL_ROUNDS):
                 t = now()
                 s.sendall(HEADER.pack(CAL_STEP, 0, 0.0, 0.0) + PAYLOAD[:SLICE])
-                _recv_exact(s, 1)
+                recv_exact(s, 1)
                 times.append(now() - t)
         return sorted(times)[len(times) // 2] if times else 0.0
 
@@ -146,8 +144,8 @@ def run(cfg, worker, out_path):
     t0 = cfg["t0"] + cfg["time_shift_ms"] / 1000.0
     period = cfg["period_s"]
     run_start = cfg["run_start"]
-    first_start = t0 + cfg.get("first_slot", 0) * period
-    peers.connect(deadline=first_start - 0.3 if first_start - now() > 1.3 else now() + 10)
+    first_start = timing.slot_time(t0, 0.0, cfg.get("first_slot", 0), period)
+    peers.connect(deadline=connect_deadline(first_start))
     for s in peers.inc.values():
         threading.Thread(target=_calibration_then_receive, args=(w, s), daemon=True).start()
     w.tail = w.calibrate(peers)
@@ -162,7 +160,7 @@ def run(cfg, worker, out_path):
     needs_input = bool(w.ops and w.ops[0]["inputs"])
     try:
         for k in range(cfg["iterations"]):
-            slot = t0 + (cfg.get("first_slot", 0) + k) * period
+            slot = timing.slot_time(t0, 0.0, cfg.get("first_slot", 0) + k, period)
             ref = None
             if not needs_input:
                 sleep_until(slot)
@@ -204,8 +202,7 @@ def run(cfg, worker, out_path):
     finally:
         rows.close()
         frows.close()
-        for s in list(peers.out.values()) + list(peers.inc.values()):
-            s.close()
+        peers.close()
     return {"job": cfg["job"], "worker": worker, "iterations": done, "realignments": 0,
             "step_latency_ms": {"slice": round(w.tail * 1000, 3)}}
 
@@ -213,7 +210,7 @@ def run(cfg, worker, out_path):
 def _calibration_then_receive(w, sock):
     try:
         for _ in range(CAL_ROUNDS):
-            _recv_exact(sock, HEADER.size + SLICE)
+            recv_exact(sock, HEADER.size + SLICE)
             sock.sendall(b"\0")
     except (Stopped, OSError) as exc:
         with w.cv:
@@ -223,6 +220,5 @@ def _calibration_then_receive(w, sock):
 
 
 def main(cfg, worker, out_path):
-    from workloads.agent import lateness_ms
     print(json.dumps({**run(cfg, worker, out_path), "timer_late_ms": lateness_ms()}), flush=True)
     return 0

@@ -26,7 +26,8 @@ import math
 
 from harness.errors import require_number
 from harness.sim.flows import JobStep, simulate_steps
-from workloads import echelon
+from workloads import echelon, timing
+from workloads.timing import Dilation
 
 PERIOD_MARGIN = 1.25
 PIPELINE_KEYS = {"schedule": "gpipe", "micro_batches": 8, "forward_ms": None, "backward_ms": None,
@@ -114,7 +115,7 @@ def steady_steps(spec, routes, hosts_of, shifts_ms, period, policy):
     steps = []
     for j in program_jobs(spec):
         for k in (0, 1, 2):                     # start times >= 0: step "0" is the middle one
-            start = shifts_ms.get(j.name, 0.0) / 1000 + k * period
+            start = timing.slot_time(0.0, shifts_ms.get(j.name, 0.0) / 1000, k, period)
             steps.append(JobStep(j.name if k == 1 else f"{j.name}#{k - 1}", step_of(j), hosts_of[j.name], start))
     out = simulate_steps(steps, routes, _capacity(spec), policy, hop_latency_s=hop_latency_s(spec.link))
     return {j.name: out[j.name] for j in program_jobs(spec)}
@@ -151,16 +152,18 @@ def plan(spec, routes, hosts_of, shifts_ms, period=None):
 
 def agent_config(job, decision, scale, dilation=1.0):
     """The part of a program job's agent config that the runner adds to the common keys: flows with
-    emulated bytes and dilated targets, per-worker programs, the step grid."""
+    emulated bytes and targets and sending curves on the wall clock (workloads.timing.Dilation),
+    per-worker programs, the step grid."""
+    wall = Dilation(dilation).wall
     e = step_of(job)
     d = decision["jobs"][job.name]
     flows = [{**f, "bytes": max(1, int(round(f["bytes"] * scale))),
-              "target_s": None if f["target_s"] is None else f["target_s"] * dilation,
-              "schedule": None if f["schedule"] is None else [[t * dilation, x] for t, x in f["schedule"]]}
+              "target_s": None if f["target_s"] is None else wall(f["target_s"]),
+              "schedule": None if f["schedule"] is None else [[wall(t), x] for t, x in f["schedule"]]}
              for f in d["flows"]]
-    progs = {str(w): [{**op, "dur_s": op["dur_s"] * dilation} for op in ops]
+    progs = {str(w): [{**op, "dur_s": wall(op["dur_s"])} for op in ops]
              for w, ops in programs(e, job.workers).items()}
-    return {"kind": "program", "flows": flows, "programs": progs, "period_s": decision["period_s"] * dilation}
+    return {"kind": "program", "flows": flows, "programs": progs, "period_s": wall(decision["period_s"])}
 
 
 def search_shifts(spec, routes, hosts_of, period):
@@ -215,6 +218,6 @@ def schedule_programs(spec, routes):
         "jobs": jobs, "links": [], "affinity_graph": {"loop_free": None},
         "candidates_considered": max(1, len(search)), "epochs": [],
         "params": {"shift_search_ms": search} if search else {},
-        "routes": "computed by harness.routing (deterministic least-loaded ECMP); pinned by the runner",
+        "routes": "computed by harness.routing (deterministic least-loaded ECMP); installed by the controller",
         "flow_scheduler": fp,
     }

@@ -15,7 +15,7 @@ import dataclasses
 
 from harness.routing import compute_routes
 from harness.schedulers.flowplan import schedule_programs
-from harness.schedulers.policy import EpochPolicy, ScheduleError, groups, placeable_jobs  # noqa: F401 (re-exported)
+from harness.schedulers.policy import EpochPolicy, ScheduleError, groups, job_timing, placeable_jobs  # noqa: F401 (re-exported)
 from harness.schedulers.tuner import tune
 from harness.sim.engine import Simulator
 
@@ -68,17 +68,29 @@ def plan_from_simulation(spec, routes):
         "jobs": jobs_out, "links": [], "affinity_graph": {"loop_free": None},
         "candidates_considered": 1, "epochs": epochs, "params": params,
         "predicted": {k: summary["totals"][k] for k in ("iteration_ms_mean", "jct_s_mean", "makespan_s")},
-        "routes": "computed by harness.routing (deterministic least-loaded ECMP); pinned by the runner",
+        "routes": "computed by harness.routing (deterministic least-loaded ECMP); installed by the controller",
     }
 
 
 def schedule(spec, routes=None):
-    topo = spec.topology
-    routes = routes or compute_routes(topo)
+    """The plan (schedule.json): every job's placement, start and timing (``time_shift_ms``,
+    ``alignment``, ``group``: the owner of each job's timing is this document)."""
+    routes = routes or compute_routes(spec.topology)
     if spec.base in ("netsens", "consolidate"):
-        return plan_from_simulation(spec, routes)
-    if spec.has_programs:       # pipeline / tensor jobs: pinned hosts, step grid, the flow scheduler's decision
-        return schedule_programs(spec, routes)
+        out = plan_from_simulation(spec, routes)
+    elif spec.has_programs:     # pipeline / tensor jobs: pinned hosts, step grid, the flow scheduler's decision
+        out = schedule_programs(spec, routes)
+    else:
+        out = schedule_epochs(spec, routes)
+    timing = job_timing(out, spec.base, spec.uses_cassini, spec.cassini["align_min_score"])
+    for j in out["jobs"]:
+        j.update(timing[j["name"]])
+    return out
+
+
+def schedule_epochs(spec, routes):
+    """Base policies and CASSINI: epochs at arrivals and at finishes that free hosts."""
+    topo = spec.topology
     policy = EpochPolicy(spec, routes)
     profiles_of = policy.profiles_of
     pending = sorted(spec.jobs, key=lambda j: (j.arrival_s, spec.jobs.index(j)))
@@ -122,5 +134,5 @@ def schedule(spec, routes=None):
         "links": first["links"], "affinity_graph": first["affinity_graph"],
         "candidates_considered": first["candidates_considered"],
         "epochs": epochs, "params": {k: policy.params[k] for k in sorted(policy.params)},
-        "routes": "computed by harness.routing (deterministic least-loaded ECMP); pinned by the runner",
+        "routes": "computed by harness.routing (deterministic least-loaded ECMP); installed by the controller",
     }

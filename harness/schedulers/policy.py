@@ -51,6 +51,39 @@ def groups(plan, min_score=0.0):
     return {name: out[find(name)] for name in parent}
 
 
+def alignment(base, uses_cassini, members):
+    """The alignment decision (workloads.timing.ALIGNMENTS) of a job whose group of same-period
+    jobs sharing links with it is ``members`` (itself included): CASSINI's jobs and ``fixed`` jobs
+    keep their shifts relative to such a group; a ``fixed`` job alone keeps its own grid; every
+    other job runs free."""
+    if len(members) > 1 and (uses_cassini or base == "fixed"):
+        return "group"
+    return "grid" if base == "fixed" else "free"
+
+
+def aligns(base, uses_cassini):
+    """Do this scheduler's jobs keep shifts at all (so their groups must be known)?"""
+    return uses_cassini or base == "fixed"
+
+
+def same_period_group(name, grp, iteration_ms):
+    """The members of ``grp[name]`` with ``name``'s iteration time, sorted."""
+    return sorted(m for m in grp.get(name, {name}) if iteration_ms[m] == iteration_ms[name])
+
+
+def job_timing(plan, base, uses_cassini, min_score):
+    """Each planned job's timing for schedule.json: {job: {"alignment", "group"}} (``group``: the
+    sorted members it aligns with, or None), from the links its epochs recorded."""
+    grp = groups(plan, min_score) if aligns(base, uses_cassini) else {}
+    it = {j["name"]: j["iteration_ms"] for j in plan["jobs"]}
+    out = {}
+    for name in it:
+        members = same_period_group(name, grp, it)
+        mode = alignment(base, uses_cassini, members)
+        out[name] = {"alignment": mode, "group": members if mode == "group" else None}
+    return out
+
+
 def placeable_jobs(waiting, used, n_hosts_free):
     """Waiting jobs that fit now, in order (a later job may go first if an earlier one does not fit)."""
     out, n_free = [], n_hosts_free
@@ -142,7 +175,7 @@ class BasePolicy:
 
     def __init__(self, spec, routes):
         self.ep = EpochPolicy(spec, routes)
-        self.ep.record_links = spec.uses_cassini     # the simulator needs link scores only for CASSINI groups
+        self.ep.record_links = aligns(spec.base, spec.uses_cassini)   # link scores make the groups
         self.n_hosts = len(spec.topology.hosts)
 
     def decide(self, t, waiting, running):

@@ -16,13 +16,14 @@ Preemption (netsens): the victim's progress is kept (it checkpoints), it returns
 pays ``restart_s`` when placed again. Time: seconds; iteration times in ms.
 """
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from harness import metrics
 from harness.routing import routes_for
-from harness.schedulers.netsens import policy_for
-from harness.schedulers.policy import BasePolicy, groups
+from harness.schedulers.netsens import DEFAULTS as NETSENS_DEFAULTS, policy_for
+from harness.schedulers.policy import BasePolicy, aligns, alignment, groups, same_period_group
 from harness.sim import calibration
 from harness.schedulers.traffic import link_loads
 from harness.sim.fluid import SimJob, attach_links, simulate
@@ -82,13 +83,15 @@ class Simulator:
         self.horizon = horizon_iterations
         self.cache, self._links_cache, self._squeeze_cache = {}, {}, {}
         self.fluid_runs = 0
+        self.alignment = {}            # job -> its alignment when it last ran (workloads.timing)
         self.align_min = spec.cassini.get("align_min_score", 0.9)
-        self.restart_s = float(spec.netsens.get("restart_s", 0.0))   # checkpoint restore of a preempted job
+        # checkpoint restore of a preempted job: the spec's (validated with netsens's defaults)
+        self.restart_s = float(spec.netsens.get("restart_s", NETSENS_DEFAULTS["restart_s"]))
 
     # ---- the iteration-time model -------------------------------------------------------------
-    def _simjob(self, r, group):
+    def _simjob(self, r, group, mode):
         j = SimJob(r.job.name, self.spec.profiles[r.job.model], list(r.hosts),
-                   self.policy.shift(r.job.name), group)
+                   self.policy.shift(r.job.name), group, alignment=mode)
         return attach_links(j, self.routes)
 
     def _links_of(self, r):
@@ -130,8 +133,14 @@ class Simulator:
         for n in running:
             comps.setdefault(find(n), []).append(n)
         live = [{**l, "jobs": [n for n in l["jobs"] if n in running]} for l in epoch_links]
+        base, cassini = self.spec.base, self.spec.uses_cassini
         grp = groups({"jobs": [{"name": n} for n in running], "epochs": [{"links": live}]}, self.align_min) \
-            if getattr(self.spec, "uses_cassini", False) else {n: {n} for n in running}
+            if aligns(base, cassini) else {}
+        period = {n: self.spec.profiles[r.job.model].iteration_ms for n, r in running.items()}
+        same = {n: same_period_group(n, grp, period) for n in running}
+        mode = {n: alignment(base, cassini, same[n]) for n in running}
+        gid = {n: same[n][0] if mode[n] == "group" else None for n in running}
+        self.alignment.update(mode)
         for members in comps.values():
             shared = len(members) > 1
             squeezed = any(self._squeezed(running[n], links_of[n]) for n in members)
@@ -140,16 +149,11 @@ class Simulator:
                 r.it_ms = self.spec.profiles[r.job.model].iteration_ms
                 r.marks_per_it, r.re_per_it, r.samples = 0.0, 0.0, None
                 continue
-            gid = {}
-            for n in members:
-                same = sorted(m for m in grp.get(n, {n}) if m in running and
-                              self.spec.profiles[running[m].job.model].iteration_ms ==
-                              self.spec.profiles[running[n].job.model].iteration_ms)
-                gid[n] = same[0] if len(same) > 1 else None
-            key = tuple(sorted((n, tuple(running[n].hosts), round(self._shift(n), 3), gid[n]) for n in members))
+            key = tuple(sorted((n, tuple(running[n].hosts), round(self._shift(n), 3), gid[n], mode[n])
+                               for n in members))
             out = self.cache.get(key)
             if out is None:
-                jobs = [self._simjob(running[n], gid[n]) for n in members]
+                jobs = [self._simjob(running[n], gid[n], mode[n]) for n in members]
                 periods = {j.profile.iteration_ms for j in jobs}
                 # different periods slide against each other: cover a full relative cycle (e.g.
                 # 260 vs 255 ms: 52 iterations) so the mean is not that of one phase of the slide
@@ -235,8 +239,7 @@ class Simulator:
 
     def _summary(self, acc, finished, queue_s, segments, epochs, wall):
         spec = self.spec
-        jobs, all_it, all_w, all_slow = {}, [], [], []
-        overhead_s = 0.0
+        jobs, all_it, all_w, all_slow, overhead = {}, [], [], [], []
         for j in spec.jobs:
             a = acc.get(j.name)
             prof = spec.profiles[j.model]
@@ -244,57 +247,40 @@ class Simulator:
                 continue
             vals = np.concatenate(a.samples)
             wts = np.concatenate([np.full(len(s), w / len(s)) for s, w in zip(a.samples, a.weights)])
-            mean = float(np.average(vals, weights=wts))
-            p99 = weighted_percentile(vals, wts, 99)
+            mean = metrics.mean(vals, wts)
             all_it.append(vals)
             all_w.append(wts)
             all_slow.append(vals / prof.iteration_ms)
-            overhead_s += (mean - prof.iteration_ms) * a.iterations / 1000
-            jobs[j.name] = {
-                "model": j.model, "hosts": segments[j.name][-1]["hosts"], "iterations": int(round(a.iterations)),
-                "iteration_ms_mean": round(mean, 2), "iteration_ms_p99": round(p99, 2),
-                "iteration_ms_profile": prof.iteration_ms,
-                "jct_s": round(finished[j.name] - j.arrival_s, 3),
-                "queue_s": round(queue_s.get(j.name, 0.0), 3),
-                "ecn_marks": int(round(a.marks)), "ecn_marks_source": "estimated (fluid queue model, harness.sim)",
-                "ecn_marks_per_iteration": round(a.marks / max(1.0, a.iterations), 3),
-                "time_shift_ms": round(self._shift(j.name), 3), "shift_error_ms_p50": None,
-                "realignments": int(round(a.realign)),
-                "preemptions": len(segments[j.name]) - 1, "segments": segments[j.name],
-            }
+            overhead.append((mean, prof.iteration_ms, a.iterations))
+            jobs[j.name] = metrics.job(
+                model=j.model, hosts=segments[j.name][-1]["hosts"], iterations=a.iterations,
+                iteration_ms_mean=mean, iteration_ms_p99=metrics.percentile(vals, 99, wts),
+                iteration_ms_profile=prof.iteration_ms, jct_s=finished[j.name] - j.arrival_s,
+                queue_s=queue_s.get(j.name, 0.0), ecn_marks=a.marks,
+                ecn_marks_source="estimated (fluid queue model, harness.sim)",
+                ecn_marks_per_iteration=a.marks / max(1.0, a.iterations), time_shift_ms=self._shift(j.name),
+                alignment=self.alignment.get(j.name), realignments=a.realign,
+                preemptions=len(segments[j.name]) - 1, segments=segments[j.name])
         vals, wts = (np.concatenate(all_it), np.concatenate(all_w)) if all_it else (np.array([]), np.array([]))
         slow = np.concatenate(all_slow) if all_slow else np.array([])
         jct = [v["jct_s"] for v in jobs.values()]
-        return {
-            "scheduler": spec.scheduler, "spec": spec.name, "simulated": True,
-            "duration_s": round(max(finished.values()) if finished else 0.0, 3),
-            "jobs": jobs,
-            "totals": {"iteration_ms_mean": round(float(np.average(vals, weights=wts)), 2) if len(vals) else None,
-                       "iteration_ms_p99": round(weighted_percentile(vals, wts, 99), 2) if len(vals) else None,
-                       "ecn_marks": int(sum(v["ecn_marks"] for v in jobs.values())),
-                       "slowdown_mean": round(float(np.average(slow, weights=wts)), 4) if len(slow) else None,
-                       "slowdown_p99": round(weighted_percentile(slow, wts, 99), 4) if len(slow) else None,
-                       "makespan_s": round(max(finished.values()) if finished else 0.0, 3),
-                       "jct_s_mean": round(float(np.mean(jct)), 3) if jct else None,
-                       "queue_s_mean": round(float(np.mean([v["queue_s"] for v in jobs.values()])), 3) if jobs else None,
-                       "communication_overhead_s": round(overhead_s, 3),
-                       "preemptions": int(sum(v["preemptions"] for v in jobs.values()))},
-            "fidelity": {"ok": True, "notes": ["flow-level simulation (harness.sim): no emulator to keep up"]},
-            "simulator": {"wall_s": round(wall, 3), "fluid_runs": self.fluid_runs, "background_load": self.background,
-                          "epochs": len(epochs), "marks_per_gbit": calibration.MARKS_PER_GBIT,
-                          "horizon_iterations": self.horizon},
-        }
-
-
-def weighted_percentile(vals, weights, q):
-    if len(vals) == 0:
-        return float("nan")
-    order = np.argsort(vals)
-    v, w = np.asarray(vals)[order], np.asarray(weights)[order]
-    c = np.cumsum(w)
-    if c[-1] <= 0:
-        return float(np.percentile(v, q))
-    return float(v[min(len(v) - 1, np.searchsorted(c, q / 100 * c[-1]))])
+        end = max(finished.values()) if finished else 0.0
+        totals = metrics.totals(
+            iteration_ms_mean=metrics.mean(vals, wts if len(vals) else None),
+            iteration_ms_p99=metrics.percentile(vals, 99, wts),
+            ecn_marks=sum(v["ecn_marks"] for v in jobs.values()),
+            slowdown_mean=metrics.mean(slow, wts if len(slow) else None),
+            slowdown_p99=metrics.percentile(slow, 99, wts), makespan_s=end, jct_s_mean=metrics.mean(jct),
+            queue_s_mean=metrics.mean([v["queue_s"] for v in jobs.values()]),
+            communication_overhead_s=metrics.communication_overhead_s(overhead),
+            preemptions=sum(v["preemptions"] for v in jobs.values()))
+        return metrics.summary(
+            spec.scheduler, spec.name, end, jobs, totals,
+            {"ok": True, "notes": ["flow-level simulation (harness.sim): no emulator to keep up"]},
+            head={"simulated": True},
+            simulator={"wall_s": round(wall, 3), "fluid_runs": self.fluid_runs, "background_load": self.background,
+                       "epochs": len(epochs), "marks_per_gbit": calibration.MARKS_PER_GBIT,
+                       "horizon_iterations": self.horizon})
 
 
 def make_policy(spec, routes):

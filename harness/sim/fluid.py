@@ -8,9 +8,11 @@ During a phase, a job's transfers cross links with a multiplicity (how many of i
 link carries, from harness.schedulers.traffic); rates are max-min fair per connection (progressive
 filling, every connection of every active phase rising together) under per-link capacities.
 
-CASSINI groups (jobs that keep their shifts) align to their slowest member as the agents do: a
-job that starts an iteration late raises the group's lag, and every member waits for
-``grid + lag``. Free jobs start each iteration when the previous one ends.
+Alignment as the agents do it (the rule is workloads.timing's): ``group`` jobs (CASSINI's, keeping
+their shifts) align to their slowest member: a job that starts an iteration late raises the group's
+lag, and every member waits for ``grid + lag``; ``grid`` jobs wait for their own slot (the next one
+when late by more than timing.REALIGN_FRAC); ``free`` jobs start each iteration when the previous
+one ends.
 
 ECN marks are an estimate: while the offered load of a link (every active transfer at its profile
 rate) exceeds its capacity, the queue sits above the marking threshold and ``MARKS_PER_GBIT``
@@ -23,6 +25,7 @@ import numpy as np
 
 from harness.schedulers.traffic import link_loads
 from harness.sim.calibration import MARKS_PER_GBIT
+from workloads import timing
 
 EPS = 1e-9
 MAX_STEPS = 5_000
@@ -36,8 +39,11 @@ class SimJob:
     shift_ms: float = 0.0
     group: object = None            # jobs with the same non-None group align to each other
     phase_links: list = field(default_factory=list)   # per phase: {link: multiplicity}
+    alignment: str = None           # grid | group | free (timing.ALIGNMENTS); default: group if grouped
 
     def __post_init__(self):
+        if self.alignment is None:
+            self.alignment = "group" if self.group is not None else "free"
         if not self.phase_links:
             self.phase_links = [dict() for _ in self.profile.phases]
 
@@ -129,35 +135,34 @@ class _State:
         return d[warmup:] if len(d) > warmup else d
 
 
-def simulate(jobs, capacity, horizon_iterations=30, max_ms=120_000.0, warmup=2, marks_per_gbit=None):
-    """Run the component until every job started ``horizon_iterations`` + 1 iterations (or ``max_ms``)."""
-    mpg = MARKS_PER_GBIT if marks_per_gbit is None else marks_per_gbit
-    st = {j.name: _State(j) for j in jobs}
-    lag = {j.group: 0.0 for j in jobs if j.group is not None}
-    t = 0.0
+def _iteration_due(s, now, lag):
+    """The previous iteration (or the initial shift) of ``s`` is over: start now, or wait for the
+    group (``lag``: each group's accumulated lag, ms) or the grid."""
+    j = s.job
+    if j.alignment == "group" and j.group is not None and s.starts:
+        late = now - (timing.slot_time(0.0, j.shift_ms, s.k, s.p.iteration_ms) + lag[j.group])
+        if late > timing.LAG_TOLERANCE_MS:
+            lag[j.group] += late
+            s.realign += timing.realigns(late, s.p.iteration_ms)
+        elif late < -EPS:
+            s.mode, s.left = "wait", -late
+            return
+    elif j.alignment == "grid" and s.starts:
+        start, realigned = timing.grid_start(now, j.shift_ms, s.p.iteration_ms)
+        s.realign += realigned
+        if start > now + EPS:
+            s.mode, s.left = "wait", start - now
+            return
+    s.start_iteration(now)
 
-    def iteration_due(s, now):
-        """The previous iteration (or the initial shift) is over: start now, or wait for the group."""
-        j = s.job
-        if j.group is not None and s.starts:
-            late = now - (j.shift_ms + s.k * s.p.iteration_ms + lag[j.group])
-            if late > 0.5:
-                lag[j.group] += late
-                if late > 0.05 * s.p.iteration_ms:
-                    s.realign += 1
-            elif late < -EPS:
-                s.mode, s.left = "wait", -late
-                return
-        s.start_iteration(now)
 
-    names = list(st)
+def _phase_matrix(st, capacity):
+    """(row of each (job, phase), multiplicity matrix phases x links, capacity per link)."""
     links = sorted({l for s in st.values() for pl in s.job.phase_links for l in pl})
     col = {l: i for i, l in enumerate(links)}
     cap_vec = np.array([capacity[l] for l in links], dtype=float)
-    row = {}
-    rows = []
-    for n in names:
-        s = st[n]
+    row, rows = {}, []
+    for n, s in st.items():
         for i, pl in enumerate(s.job.phase_links):
             v = np.zeros(len(links))
             for l, mult in pl.items():
@@ -165,7 +170,11 @@ def simulate(jobs, capacity, horizon_iterations=30, max_ms=120_000.0, warmup=2, 
             row[(n, i)] = len(rows)
             rows.append(v)
     mat = np.array(rows) if rows else np.zeros((0, len(links)))
-    steps = 0
+    return row, mat, cap_vec
+
+
+def _horizon(st, horizon_iterations, warmup):
+    """(simulated ms to reach, iterations every job must have started) before the run may stop."""
     periods = sorted(s.p.iteration_ms for s in st.values())
     # long enough for the median job's ``horizon_iterations`` (different periods slide against each
     # other: this covers many relative phases) and for every job's warm-up and a few iterations
@@ -177,6 +186,36 @@ def simulate(jobs, capacity, horizon_iterations=30, max_ms=120_000.0, warmup=2, 
     if len(st) > 4:
         until_ms = max(10, horizon_iterations * 4 / len(st)) * periods[len(periods) // 2]
         need = warmup + 1
+    return until_ms, need
+
+
+def _advance_stage(s, t, lag):
+    """``s`` reached the end of its wait, gap, phase or tail at ``t``: move it on."""
+    if s.mode == "wait":
+        if s.starts:
+            s.start_iteration(t)
+        else:
+            _iteration_due(s, t, lag)
+    elif s.mode == "gap":
+        ph = s.p.phases[s.phase]
+        s.mode, s.left = "comm", ph.gbps * ph.duration_ms
+    elif s.mode == "comm":
+        s.next_stage(t)
+    else:
+        s.k += 1
+        _iteration_due(s, t, lag)
+
+
+def simulate(jobs, capacity, horizon_iterations=30, max_ms=120_000.0, warmup=2, marks_per_gbit=None):
+    """Run the component until every job started ``horizon_iterations`` + 1 iterations (or ``max_ms``)."""
+    mpg = MARKS_PER_GBIT if marks_per_gbit is None else marks_per_gbit
+    st = {j.name: _State(j) for j in jobs}
+    lag = {j.group: 0.0 for j in jobs if j.group is not None}
+    t = 0.0
+    names = list(st)
+    row, mat, cap_vec = _phase_matrix(st, capacity)
+    until_ms, need = _horizon(st, horizon_iterations, warmup)
+    steps = 0
     while t < max_ms and steps < 2_000_000 and not (
             (t >= until_ms or steps >= MAX_STEPS) and all(len(s.starts) > need for s in st.values())):
         steps += 1
@@ -209,19 +248,7 @@ def simulate(jobs, capacity, horizon_iterations=30, max_ms=120_000.0, warmup=2, 
         for s in st.values():
             if s.left > 1e-9 * max(1.0, abs(dt)) and s.left > EPS:
                 continue
-            if s.mode == "wait":
-                if s.starts:
-                    s.start_iteration(t)
-                else:
-                    iteration_due(s, t)
-            elif s.mode == "gap":
-                ph = s.p.phases[s.phase]
-                s.mode, s.left = "comm", ph.gbps * ph.duration_ms
-            elif s.mode == "comm":
-                s.next_stage(t)
-            else:
-                s.k += 1
-                iteration_due(s, t)
+            _advance_stage(s, t, lag)
     out_it, out_marks, out_re = {}, {}, {}
     for n, s in st.items():
         its = s.iterations(warmup)

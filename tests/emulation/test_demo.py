@@ -19,11 +19,14 @@ ms late on the 6-hop path (median 120-124 ms for the profile's 119), the grid dr
 leader re-aligns (11-21 times a minute); that is the emulator's cost, reported in summary.json,
 not asserted here.
 """
+import pytest
 import json
 
 from harness import spec as spec_mod
 from harness.simulate import simulate_spec
-from tests.emulation.conftest import interleave
+from tests.helpers import interleave
+
+pytestmark = pytest.mark.root
 
 FILES = {"spec.yaml", "schedule.json", "environment.json", "iterations.csv", "links.csv", "summary.json"}
 

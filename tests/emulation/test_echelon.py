@@ -10,12 +10,15 @@ experiments/sets/echelon.yaml, 2 runs): steps 419.3-427.8 ms against 425.5 / 431
 error -7.7 / -7.9 ms (the flows arrive early: the plan's per-hop latency is an upper bound for 40 KB
 flows) for a median budget of 22 ms.
 """
+import pytest
 import json
 
 import pandas as pd
 import yaml
 
-from tests.emulation.conftest import ROOT, interleave
+from tests.helpers import ROOT, interleave
+
+pytestmark = pytest.mark.root
 
 
 def test_echelon_pacing_follows_the_plan(tmp_path):

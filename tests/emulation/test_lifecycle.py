@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from tests.emulation.conftest import ROOT, interleave, net_state, sysctl_changes
+from tests.helpers import ROOT, interleave, net_state, sysctl_changes
+
+pytestmark = pytest.mark.root
 
 HOLD = """
 import sys, time

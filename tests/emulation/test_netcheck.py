@@ -3,7 +3,9 @@ import json
 
 import pytest
 
-from tests.emulation.conftest import interleave
+from tests.helpers import interleave
+
+pytestmark = pytest.mark.root
 
 
 @pytest.mark.parametrize("topology", ["dumbbell", "fattree", "leafspine"])

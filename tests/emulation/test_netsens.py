@@ -1,10 +1,13 @@
 """netsens in the emulator: a preemption planned by the simulator is carried out by the runner."""
+import pytest
 import json
 
 import pandas as pd
 import yaml
 
-from tests.emulation.conftest import interleave
+from tests.helpers import interleave
+
+pytestmark = pytest.mark.root
 
 SPEC = {
     "name": "preempt",

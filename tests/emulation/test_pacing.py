@@ -11,6 +11,8 @@ from harness.replay import Replayer
 from harness.spec import Job
 from workloads.profiles import builtins
 
+pytestmark = pytest.mark.root
+
 MB = 1_000_000
 
 

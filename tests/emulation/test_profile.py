@@ -1,9 +1,12 @@
 """interleave profile: replaying a known profile and measuring it gives the profile back."""
+import pytest
 import json
 
 
-from tests.emulation.conftest import interleave
+from tests.helpers import interleave
 from workloads.profiles import load_file
+
+pytestmark = pytest.mark.root
 
 SPEC = """
 name: profile-toy

@@ -8,6 +8,8 @@ from harness.replay import AgentCrash, Replayer
 from harness.spec import Job
 from workloads.profiles import builtins
 
+pytestmark = pytest.mark.root
+
 VGG16 = builtins()["vgg16"]
 
 

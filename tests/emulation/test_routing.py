@@ -9,6 +9,8 @@ from harness.lifecycle import RunLock
 from harness.routing import compute_routes
 from topologies import dumbbell, fattree
 
+pytestmark = pytest.mark.root
+
 
 @pytest.fixture
 def fabric_of(request):
@@ -17,14 +19,18 @@ def fabric_of(request):
     def make(topo):
         lock = RunLock()
         lock.acquire()
+        made.append([lock, None])
         fab = Fabric(topo, lock.ledger, lock.dir)
-        made.append((lock, fab))
+        made[-1][1] = fab
         fab.start()
         return fab
     yield make
-    for lock, fab in made:
-        fab.stop()
-        lock.release()
+    for lock, fab in made:                 # the lock is released however start or stop ended
+        try:
+            if fab is not None:
+                fab.stop()
+        finally:
+            lock.release()
 
 
 def egress_pkts(fab, node, peer):

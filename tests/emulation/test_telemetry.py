@@ -7,6 +7,8 @@ import pytest
 from harness.netcheck import ce_received
 from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, ce_by_pair, mono, read_jsonl, wait_ce_quiet
 
+pytestmark = pytest.mark.root
+
 
 @pytest.fixture
 def no_leaks():

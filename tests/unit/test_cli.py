@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from harness import cli
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 
 def run(*args):

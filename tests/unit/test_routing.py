@@ -109,3 +109,13 @@ def test_a_broken_table_breaks_the_walk():
     assert walk_flows(topo, tables, "h1", "h3") == routes[("h1", "h3")]
     del tables["s2"][(topo.mac("h1"), topo.mac("h3"))]
     assert walk_flows(topo, tables, "h1", "h3") is None
+
+
+def test_ce_counters_read_back_from_real_flow_tables():
+    """The same real dumps through the one dump-flows parser: the CE-counting entries (cookie 0xce,
+    three kept per switch) with their packet counts, route entries left out."""
+    from controllers.flows import COOKIE_CE
+    from harness.routing import parse_ce_flows
+    ce = parse_ce_flows((FLOWS / "ils13.txt").read_text(), COOKIE_CE)
+    assert len(ce) == 3 and ce["00:00:00:00:00:01>00:00:00:00:00:0d"] == 6
+    assert all(v == 0 for k, v in parse_ce_flows((FLOWS / "ils1.txt").read_text(), COOKIE_CE).items())

@@ -9,7 +9,7 @@ from harness.errors import UsageError
 from harness.schedulers.placement import candidates
 from harness.schedulers.plan import schedule
 from harness.spec import from_mapping
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 
 def spec(**kw):

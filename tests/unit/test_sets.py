@@ -107,3 +107,26 @@ def test_publish_replaces_only_the_sets_block(tmp_path):
     assert "| a |" in text and "old" not in text and text.endswith("<!-- end interleave reproduce demo -->\nafter\n")
     with pytest.raises(UsageError, match="has no block"):
         sets.publish({"name": "other"}, "x", doc, "c")
+
+
+def test_a_pair_with_zero_marks_in_the_second_is_counted_not_dropped_silently():
+    runs = {k: {"totals": {"ecn_marks": m}} for k, m in enumerate([40, 30, 50])}
+    other = {k: {"totals": {"ecn_marks": m}} for k, m in enumerate([4, 0, 10])}
+    rt = sets.ratio_row(runs, other, {}, {})
+    assert rt["ecn_marks"] == pytest.approx(7.5) and rt["ecn_marks_unbounded"] == 1 and rt["pairs"] == 3
+    assert "+1 pair(s) with 0 in the second" in sets.fmt(rt, "ecn_marks", "x", 1)
+
+
+def test_validation_compares_simulated_with_emulated_runs(tmp_path):
+    st = sets.load_set(write_set(tmp_path, f"repeats: 2\nruns: [{{spec: {SPEC}, schedulers: [themis, themis+cassini]}}]\n"))
+    fake.calls = []
+    sets.execute(st, tmp_path / "emu", fake, log=lambda m: None)
+    sets.execute(st, tmp_path / "sim", sets.simulated_run, log=lambda m: None)
+    md, rows = sets.validation(st, tmp_path / "emu", tmp_path / "sim")
+    by = {r["scheduler"]: r for r in rows}
+    sim = json.loads((sets.run_dir(tmp_path / "sim", "demo", "themis", 0) / "summary.json").read_text())
+    assert by["themis"]["emulated"] == pytest.approx(301.5) and by["themis"]["runs"] == 2
+    assert by["themis"]["simulated"] == pytest.approx(sim["totals"]["iteration_ms_mean"], abs=1e-3)
+    assert by["themis"]["deviation"] == pytest.approx(by["themis"]["simulated"] / 301.5 - 1, abs=1e-4)
+    n_in = sum(1 for r in rows if r["within"])
+    assert f"**{n_in} of 2**" in md

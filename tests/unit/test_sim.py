@@ -152,3 +152,15 @@ def test_stored_sensitivity_table_is_current():
     stored = yaml.safe_load(derive_sensitivity.OUT.read_text())
     assert stored == derive_sensitivity.table()       # regenerate with python -m workloads.derive_sensitivity
     assert stored["models"]["roberta"]["class"] == "high" and stored["models"]["dlrm"]["class"] == "low"
+
+
+def test_a_grid_job_late_by_more_than_the_threshold_waits_for_its_next_slot():
+    # 50 ms at 50 Gbit/s over a 40 Gbit/s link: the phase takes 62.5 ms, the iteration 112.5 ms,
+    # 12.5 % late: on its grid (a fixed job) it waits for the slot at 200 ms and re-aligns every
+    # iteration (hand computed); running free it takes 112.5 ms
+    p = prof("p", 100, [(50, 50, 50)])
+    grid = simulate([SimJob("a", p, ["x", "y"], 0.0, None, [{"l": 1}], alignment="grid")], {"l": 40.0})
+    free = simulate([SimJob("a", p, ["x", "y"], 0.0, None, [{"l": 1}], alignment="free")], {"l": 40.0})
+    assert np.mean(grid.iteration_ms["a"]) == pytest.approx(200.0, rel=1e-6)
+    assert grid.realignments_per_iteration["a"] > 0.9
+    assert np.mean(free.iteration_ms["a"]) == pytest.approx(112.5, rel=1e-6)

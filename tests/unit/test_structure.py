@@ -62,3 +62,33 @@ def test_policies_sit_below_the_simulator_and_the_planner():
     below = nx.descendants(g, "harness.schedulers.policy")
     assert not below & {"harness.sim.engine", "harness.schedulers.plan", "harness.simulate", "harness.sim"}
     assert "harness.schedulers.policy" in nx.descendants(g, "harness.sim.engine")
+
+
+SOURCES = [f for d in ("harness", "workloads") for f in (ROOT / d).rglob("*.py")]
+# (what, owner module, patterns that would re-implement it elsewhere)
+OWNED = [
+    ("the wrap into one period", "workloads/timing.py",
+     [r"%\s*\(?[\w.]+\)?\s*-\s*[\w.]+\s*/\s*2", r"-\s*[\w.]+\s+if\s+\w+\s*>\s*[\w.]+\s*/\s*2"]),
+    ("the re-alignment threshold", "workloads/timing.py", [r"0\.05\s*\*\s*[\w.]*it", r"realign_frac"]),
+    ("the grid slot rule", "workloads/timing.py", [r"round\(\s*\(\s*\w+\s*-\s*t0\s*\)\s*/"]),
+    ("the summary writer", "harness/metrics.py",
+     [r'"iteration_ms_mean":\s*round\(', r'"communication_overhead_s":\s*round\(', r'"jct_s":\s*round\(']),
+]
+
+
+def test_each_timing_and_schema_fact_has_one_owner():
+    import re
+    found = []
+    for what, owner, pats in OWNED:
+        for f in SOURCES:
+            rel = str(f.relative_to(ROOT))
+            if rel == owner:
+                continue
+            text = f.read_text()
+            found += [(what, rel, p) for p in pats if re.search(p, text)]
+    assert not found, found
+
+
+def test_alignment_is_decided_in_one_place():
+    defs = [str(f.relative_to(ROOT)) for f in SOURCES if "def alignment(" in f.read_text()]
+    assert defs == ["harness/schedulers/policy.py"]

@@ -1,0 +1,94 @@
+"""The results schema, one owner: summary.json's keys, their order and their rounding, the same for
+an emulated run (harness.runner), a simulated one (harness.sim.engine) and the flow model of program
+jobs (harness.simulate). Each backend measures what it can and passes it here; a key it cannot
+measure is present with ``None`` (e.g. ``shift_error_ms_p50`` in the simulator, ``ecn_marks`` in the
+flow model). Also the formulas every backend shares: the distribution statistics and the
+communication overhead.
+
+Per job (``JOB``): iteration times (``iteration_ms_*``; for pipeline and tensor-parallel jobs the
+consumer's step time, with ``iteration_ms_meaning`` saying so), ``jct_s`` from arrival, ``queue_s``
+from arrival to placement (emulated: to the launch of its agents), ECN marks and their source, the job's timing (``time_shift_ms``, ``alignment``,
+how far its communication started from where its shift put it, re-alignments), preemptions and
+segments. Program jobs add ``PROGRAM_JOB``. Totals (``TOTALS``) are over every job's steady
+iterations. Units: ms for iteration times, s for times of the run.
+"""
+import numpy as np
+
+AS_IS = None
+WHOLE = "int"
+# key: decimals (AS_IS: written as given; WHOLE: an integer)
+JOB = {"model": AS_IS, "hosts": AS_IS, "iterations": WHOLE,
+       "iteration_ms_mean": 2, "iteration_ms_p99": 2, "iteration_ms_profile": 2, "fastest_iteration_ms": 2,
+       "jct_s": 3, "queue_s": 3,
+       "ecn_marks": WHOLE, "ecn_marks_source": AS_IS, "ecn_marks_per_iteration": 3,
+       "time_shift_ms": 3, "alignment": AS_IS, "shift_error_ms_p50": 2,
+       "realignments": WHOLE, "realignments_per_minute": 2,
+       "preemptions": WHOLE, "segments": AS_IS}
+PROGRAM_JOB = {"iteration_ms_meaning": AS_IS, "ect_ms_mean": 2, "coflow_ms": 2, "predicted_step_ms": 2,
+               "predicted_ect_ms": 2, "flows": WHOLE, "pacing_error_ms_p50": 2, "pacing_error_rel_p50": 4}
+TOTALS = {"iteration_ms_mean": 2, "iteration_ms_p99": 2, "ecn_marks": WHOLE,
+          "slowdown_mean": 4, "slowdown_p99": 4, "jct_s_mean": 3, "makespan_s": 3, "queue_s_mean": 3,
+          "communication_overhead_s": 3, "preemptions": WHOLE, "ect_ms_mean": 2}
+STEP_MEANING = "step time of the consuming computation"   # worker 0: first op start to last op end
+
+
+def _value(x, rule):
+    if x is None or rule is AS_IS:
+        return x
+    if rule == WHOLE:
+        return int(round(x))
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return int(x)
+    return round(float(x), rule)
+
+
+def _fill(table, values, where):
+    unknown = set(values) - set(table)
+    if unknown:
+        raise KeyError(f"{where}: not in the results schema (harness.metrics): {sorted(unknown)}")
+    return {k: _value(values.get(k), rule) for k, rule in table.items()}
+
+
+def job(program=False, **values):
+    """One job's entry; ``program`` adds the pipeline/tensor keys."""
+    table = {**JOB, **PROGRAM_JOB} if program else JOB
+    return _fill(table, values, "job")
+
+
+def totals(**values):
+    return _fill(TOTALS, values, "totals")
+
+
+def summary(scheduler, spec, duration_s, jobs, totals_, fidelity, **extra):
+    """The whole summary.json document (``extra``: the backend's own sections, e.g. ``simulator``)."""
+    head = {"scheduler": scheduler, "spec": spec, "duration_s": _value(duration_s, 3)}
+    return {**head, **extra.pop("head", {}), "jobs": jobs, "totals": totals_, "fidelity": fidelity, **extra}
+
+
+def mean(xs, weights=None):
+    xs = np.asarray(xs, dtype=float)
+    if not len(xs):
+        return None
+    return float(np.average(xs, weights=weights)) if weights is not None else float(np.mean(xs))
+
+
+def percentile(xs, q, weights=None):
+    """The q-th percentile; with ``weights``, the smallest value whose cumulative weight reaches
+    q % of the total (None for no values)."""
+    xs = np.asarray(xs, dtype=float)
+    if not len(xs):
+        return None
+    if weights is None:
+        return float(np.percentile(xs, q))
+    order = np.argsort(xs)
+    v, w = xs[order], np.asarray(weights)[order]
+    c = np.cumsum(w)
+    if c[-1] <= 0:
+        return float(np.percentile(v, q))
+    return float(v[min(len(v) - 1, np.searchsorted(c, q / 100 * c[-1]))])
+
+
+def communication_overhead_s(rows):
+    """Time the jobs spent beyond their profile (or ideal step) time, in s: the sum over
+    (mean iteration ms, profile iteration ms, iterations) of (mean - profile) x iterations."""
+    return sum((m - p) * n for m, p, n in rows if m is not None) / 1000

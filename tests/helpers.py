@@ -1,0 +1,59 @@
+"""Helpers of the emulation tier (imported by its tests and its conftest): the ``interleave``
+command, and snapshots of what a run may leave behind: bridges, veths, BPF pins, processes of
+ours, and every global setting (all of /proc/sys/net in the root namespace plus the other keys
+Mininet's fixLimits() would change, ``SYSCTL_EXTRA``).
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SYSCTL_EXTRA = ("/proc/sys/kernel/pty/max", "/proc/sys/fs/file-max")
+CLI_TIMEOUT_S = 300
+
+
+def sysctl_snapshot():
+    """{path: value} of every readable sysctl under /proc/sys/net, and SYSCTL_EXTRA."""
+    out = {}
+    for root, _dirs, files in os.walk("/proc/sys/net"):
+        for f in files:
+            path = os.path.join(root, f)
+            try:
+                out[path] = Path(path).read_text()
+            except OSError:
+                pass
+    for path in SYSCTL_EXTRA:
+        out[path] = Path(path).read_text()
+    return out
+
+
+def sysctl_changes(before, after):
+    """Keys present in both snapshots whose value differs (per-device keys come and go with
+    devices; devices themselves are checked as veths and bridges)."""
+    return {k: (before[k].strip(), after[k].strip()) for k in before.keys() & after.keys() if before[k] != after[k]}
+
+
+def net_state():
+    veths = set(subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True,
+                               text=True).stdout.split("\n"))
+    veths = {l.split(":")[1].strip().split("@")[0] for l in veths if l.strip()}
+    bridges = set(subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True).stdout.split())
+    pins = {p.name for p in Path("/sys/fs/bpf/tc/globals").glob("interleave_*")}
+    procs = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "controllers.launch" in cmd or "mininet:h" in cmd:
+                procs.add(int(d.name))
+    allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().strip()
+    return {"veths": veths, "bridges": bridges, "pins": pins, "procs": procs, "allowed_cc": allowed,
+            "sysctls": sysctl_snapshot()}
+
+
+def interleave(*args, timeout=CLI_TIMEOUT_S):
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout, env=dict(os.environ, PYTHONWARNINGS="ignore"))
