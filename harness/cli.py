@@ -226,9 +226,7 @@ def cmd_reproduce(args):
     if args.against and not Path(args.against).is_dir():
         raise UsageError(f"--against: {args.against} is not a directory (the emulated set's --out)")
     if args.publish:
-        sets.check_publish(st, args.publish)        # before any run: the block must exist
-        if args.against:
-            sets.check_publish(st, args.publish, kind="validation")
+        sets.check_publish(st, args.publish, kind="validation" if args.against else "reproduce")   # before any run
     if not args.report_only:
         sets.execute(st, out, sets.simulated_run if args.simulate else run, log, quiet=args.quiet)
     md, floors = sets.write(st, out, check=args.floors, plots=not args.simulate)
@@ -239,10 +237,9 @@ def cmd_reproduce(args):
         Path(out, "validation.md").write_text(vmd)
         Path(out, "validation.json").write_text(json.dumps(rows, indent=2))
         print(vmd)
-        if args.publish:
-            sets.publish(st, vmd, args.publish, command, kind="validation")
-    if args.publish:
-        sets.publish(st, md, args.publish, command)
+    if args.publish:                     # with --against, the validation table only
+        sets.publish(st, vmd if args.against else md, args.publish, command,
+                     kind="validation" if args.against else "reproduce")
         log(f"published into {args.publish}")
     log(f"set {st['name']}: table in {out}/table.md, a report per spec under {out}/<spec>/report")
     if floors and not all(ok for _f, _g, ok in floors):

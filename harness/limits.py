@@ -76,26 +76,31 @@ def _join(path, key):
     return f"{path}.{key}" if path else str(key)
 
 
-def check_document(doc):
-    """Walk the document once; raise LimitError naming the first key that breaks a limit."""
-    nodes = 0
+def walk(doc):
+    """(value, path, depth) of every node, each container before its contents, in document order.
+    A consumer that raises at a node stops the walk before that node's contents are expanded."""
     stack = [(doc, "", 0)]
     while stack:
         x, path, depth = stack.pop()
-        nodes += 1
+        yield x, path, depth
+        if isinstance(x, dict):
+            stack.extend(reversed([(v, _join(path, k), depth + 1) for k, v in x.items()]))
+        elif isinstance(x, list):
+            stack.extend(reversed([(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(x)]))
+
+
+def check_document(doc):
+    """Walk the document once; raise LimitError naming the first key that breaks a limit."""
+    for nodes, (x, path, depth) in enumerate(walk(doc), 1):
         if nodes > MAX_NODES:
             raise LimitError(path or "(document)", "...", f"at most {MAX_NODES} values in one file "
                              "(YAML aliases count at every use)")
         if depth > MAX_DEPTH:
             raise LimitError(path, x, f"nesting at most {MAX_DEPTH} levels deep")
         if isinstance(x, dict):
-            for k, v in x.items():
+            for k in x:
                 if not isinstance(k, (str, int, float, bool)) or k is None:
                     raise LimitError(path or "(top level)", k, "mapping keys that are names")
-                stack.append((v, _join(path, k), depth + 1))
-            stack[len(stack) - len(x):] = stack[len(stack) - len(x):][::-1]    # document order
-        elif isinstance(x, list):
-            stack.extend(reversed([(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(x)]))
         elif isinstance(x, float) and not math.isfinite(x):
             raise LimitError(path, x, "a finite number")
         elif isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x) > MAX_MAGNITUDE \
@@ -119,14 +124,8 @@ def _pattern(path):
 
 def check_ranges(doc):
     """Apply RANGES to every number of a spec document (types are the spec validator's business)."""
-    stack = [(doc, "")]
-    while stack:
-        x, path = stack.pop()
-        if isinstance(x, dict):
-            stack.extend(reversed([(v, _join(path, k)) for k, v in x.items()]))
-        elif isinstance(x, list):
-            stack.extend(reversed([(v, f"{path}[{i}]") for i, v in enumerate(x)]))
-        elif isinstance(x, (int, float)) and not isinstance(x, bool):
+    for x, path, _depth in walk(doc):
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
             bounds = RANGES.get(_pattern(path))
             if bounds and not bounds[0] <= x <= bounds[1]:
                 raise LimitError(path, x, f"in [{bounds[0]:g}, {bounds[1]:g}] (input limits, README)")

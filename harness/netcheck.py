@@ -6,12 +6,15 @@ Checks (each gives ok, the measured figures, and a one-line detail):
                   hop) and the controller's record of its acknowledged entries equal the computed ones
   shaped_rate     one TCP flow across the fabric reaches the link rate within +-10 % (goodput is
                   compared with rate x payload share of a frame, since HTB counts whole frames)
-  ecn_congested   two full-rate flows into one host: the marker marks and the receiver sees CE > 0
-  ecn_idle        one flow paced at half the link rate: no marks anywhere, no CE at the receiver
+  ecn_congested   two full-rate flows whose routes meet on a switch-to-switch link (congested_flows):
+                  the marker marks and the receivers see CE > 0
+  ecn_idle        one flow paced at half the link rate: no marks anywhere, no CE at the receiver (the
+                  bound and the "emulator could not keep up" verdict: check_ecn_idle)
   counters        during the congested check (once the controller's samples equal the switches' own
-                  counters: wait_ce_caught_up), the controller's CE-counting entries saw, on each
-                  link the marker marked, the packets the marker marked (within 1 %), and no CE
-                  packet on links off the flows' paths
+                  counters: telemetry.wait_ce_caught_up), the controller's CE-counting entries saw, on
+                  each link the marker marked that has a next switch (at least one: else the check is
+                  vacuous and fails), the packets the marker marked (within 1 %), and no CE packet on
+                  links off the flows' paths
 A check that cannot run (a tool missing) fails with the reason; nothing is skipped silently.
 """
 import json
@@ -103,42 +106,116 @@ def check_shaped_rate(fab, seconds=3):
             "ratio": round(ratio, 3), "detail": f"{got / 1e6:.1f} of {expect / 1e6:.1f} Mbit/s goodput ({ratio:.1%})"}
 
 
+def congested_flows(topo, routes):
+    """Two flows (src, dst), different sources and destinations, whose routes first meet on a
+    switch-to-switch link and end on different last hops: two full-rate flows then congest that
+    link (2 x its rate offered) and no other, so the marks happen where a next switch counts the CE
+    packets (a last hop's marks are seen by the receiver only). Longest routes first."""
+    from harness.routing import directed_links
+    sw = set(topo.switches)
+    hosts = topo.hosts
+    pairs = sorted(((a, d) for a in hosts for d in hosts if a != d), key=lambda f: (-len(routes[f]), f))
+    links = {f: directed_links(routes[f]) for f in pairs}
+    for i, f in enumerate(pairs):
+        for g in pairs[i + 1:]:
+            if f[0] == g[0] or f[1] == g[1]:
+                continue
+            common = [l for l in links[f] if l in links[g]]
+            if common and all(n in sw for n in common[0].split(">")) and links[f][-1] != links[g][-1]:
+                return [f, g]
+    raise RuntimeError(f"{topo.name}: no two routes share a switch-to-switch link")
+
+
+def paced_burst_bytes(params, rate_bps):
+    """The largest burst a TCP sender paced at ``rate_bps`` puts on the wire: Linux sends at most
+    max(2 segments, 1 ms at the pacing rate) at once (tcp_tso_autosize)."""
+    return max(2 * (params.mtu + ETH_HEADER), rate_bps / 8 * 0.001)
+
+
+def cpu_sampler():
+    """A function returning the per-second idle shares since it was made (the fidelity guard's
+    signal), sampling /proc/stat in a thread."""
+    import threading
+    from harness.fidelity import cpu_idle, idle_shares
+    samples, stop = [cpu_idle()], threading.Event()
+
+    def loop():
+        while not stop.wait(1.0):
+            samples.append(cpu_idle())
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+
+    def done():
+        stop.set()
+        t.join()
+        samples.append(cpu_idle())
+        return idle_shares(samples)
+    return done
+
+
 def check_ecn(fab, seconds=4):
     import tempfile
 
     from harness.telemetry import Telemetry, read_jsonl, wait_ce_caught_up, wait_ce_quiet
     topo = fab.topo
-    a, b, dst = topo.hosts[0], topo.hosts[1], topo.hosts[-1]
-    params = topo.link_between(dst, topo.edge_of(dst)).params
-    # congested: two full-rate senders into one receiver, the controller polling its counters
+    flows = congested_flows(topo, fab.routes)
+    dsts = [d for _s, d in flows]
+    # congested: two full-rate flows meeting on one switch link, the controller polling its counters
     tmp = tempfile.TemporaryDirectory(prefix="interleave-netcheck-")
     tm = Telemetry(fab, tmp.name, period_ms=200, marker=False, ce_period_ms=200).start()
     wait_ce_quiet(tm.of_path)       # counters caught up with earlier traffic ...
-    m0, ce0, base = _marks(fab), ce_received(fab, dst), read_jsonl(tm.of_path)
-    rates = iperf(fab, [(a, dst), (b, dst)], seconds)
+    m0, ce0, base = _marks(fab), sum(ce_received(fab, d) for d in dsts), read_jsonl(tm.of_path)
+    rates = iperf(fab, flows, seconds)
     wait_ce_quiet(tm.of_path)       # ... and with the last packets of this window
     wait_ce_caught_up(fab, tm.of_path)
-    m1, ce1 = _marks(fab), ce_received(fab, dst)
+    m1, ce1 = _marks(fab), sum(ce_received(fab, d) for d in dsts)
     tm.stop()
-    counters = _counters_check(fab, base, read_jsonl(tm.of_path), {d: m1[d] - m0.get(d, 0) for d in m1},
-                               [(a, dst), (b, dst)])
+    counters = _counters_check(fab, base, read_jsonl(tm.of_path), {d: m1[d] - m0.get(d, 0) for d in m1}, flows)
     tmp.cleanup()
     marked = {d: m1[d] - m0.get(d, 0) for d in m1 if m1[d] - m0.get(d, 0)}
+    names = [f"{s}->{d}" for s, d in flows]
     congested = {"name": "ecn_congested", "ok": sum(marked.values()) > 0 and ce1 - ce0 > 0,
-                 "flows": [f"{a}->{dst}", f"{b}->{dst}"], "goodput_mbps": [round(r / 1e6, 2) for r in rates],
+                 "flows": names, "goodput_mbps": [round(r / 1e6, 2) for r in rates],
                  "marker_marks": marked, "receiver_ce": ce1 - ce0,
                  "detail": f"{sum(marked.values())} packets marked at {sorted(marked) or 'no port'}, "
-                           f"{ce1 - ce0} CE packets at {dst}"}
-    # idle: one flow at half the rate
-    m0, ce0 = m1, ce1
-    rate = iperf(fab, [(a, dst)], seconds, rate_bps=params.rate_bps * 0.5)[0]
+                           f"{ce1 - ce0} CE packets at {', '.join(dsts)}"}
+    return [congested, check_ecn_idle(fab, flows[0], seconds), counters]
+
+
+def check_ecn_idle(fab, flow, seconds):
+    """One flow paced at half the link rate. Bound: its bursts (``paced_burst_bytes``) arrive at a
+    queue that drains twice as fast as they come, so the queue never holds more than one burst; a
+    burst under K is never marked, and a faithful fabric marks nothing (tolerance 0). Marks then mean
+    that packets arrived in a burst the sender did not send: the datapath stalled and released a
+    backlog. When CPU idle fell under the fidelity guard's IDLE_MIN in a second of the check, that is
+    reported as the emulator not keeping up (the marking is not judged); otherwise it fails."""
+    from harness.fidelity import IDLE_MIN
+    src, dst = flow
+    params = fab.topo.link_between(dst, fab.topo.edge_of(dst)).params
+    pace = params.rate_bps * 0.5
+    burst = paced_burst_bytes(params, pace)
+    allowed = 0 if burst < params.ecn_k_bytes else None          # None: K below one burst, not judged
+    m0, ce0 = _marks(fab), ce_received(fab, dst)
+    idle_of = cpu_sampler()
+    rate = iperf(fab, [flow], seconds, rate_bps=pace)[0]
+    idle = idle_of()
     m1, ce1 = _marks(fab), ce_received(fab, dst)
     marked = {d: m1[d] - m0.get(d, 0) for d in m1 if m1[d] - m0.get(d, 0)}
-    idle = {"name": "ecn_idle", "ok": not marked and ce1 == ce0 and rate > 0,
-            "flows": [f"{a}->{dst} at {params.rate_mbps * 0.5:g} Mbit/s"], "goodput_mbps": [round(rate / 1e6, 2)],
-            "marker_marks": marked, "receiver_ce": ce1 - ce0,
-            "detail": f"{sum(marked.values())} marks, {ce1 - ce0} CE packets with the link half loaded"}
-    return [congested, idle, counters]
+    n = sum(marked.values())
+    busy = sum(1 for x in idle if x < IDLE_MIN)
+    kept_up = busy == 0
+    clean = allowed is None or (n <= allowed and ce1 - ce0 <= allowed)
+    out = {"name": "ecn_idle", "ok": rate > 0 and (clean or not kept_up),
+           "flows": [f"{src}->{dst} at {params.rate_mbps * 0.5:g} Mbit/s"], "goodput_mbps": [round(rate / 1e6, 2)],
+           "marker_marks": marked, "receiver_ce": ce1 - ce0, "burst_bytes": int(burst),
+           "k_bytes": params.ecn_k_bytes, "allowed_marks": allowed, "cpu_idle_per_s": [round(x, 3) for x in idle],
+           "emulator_kept_up": kept_up,
+           "detail": f"{n} marks, {ce1 - ce0} CE packets with the link half loaded (allowed {allowed}: "
+                     f"a paced burst of {int(burst)} B < K = {params.ecn_k_bytes} B)"}
+    if not clean and not kept_up:
+        out["detail"] += (f"; the emulator could not keep up: {busy} of {len(idle)} s under {IDLE_MIN:.0%} CPU "
+                          "idle, so the marks come from a stalled datapath's backlog: marking not judged")
+    return out
 
 
 def _counters_check(fab, base, records, marks_by_dev, flows):
@@ -174,11 +251,13 @@ def _counters_check(fab, base, records, marks_by_dev, flows):
         if abs(seen.get(did, 0) - n - upstream) > max(2, 0.01 * n):
             mism[did] = {"marker": n, "controller": seen.get(did, 0)}
     stray = {d: n for d, n in seen.items() if n and d not in on_path}
-    ok = bool(len(ces) >= 2 and not mism and not stray and (marked or sum(seen.values()) == 0))
-    return {"name": "counters", "ok": ok, "marker_marks": marked, "controller_ce_arrivals":
+    compared = sorted(d for d in marked if d not in last_hop)
+    # nothing compared (the marks only at last hops) would make the check vacuous: it fails
+    ok = bool(len(ces) >= 2 and compared and not mism and not stray)
+    return {"name": "counters", "ok": ok, "compared": compared, "marker_marks": marked, "controller_ce_arrivals":
             {d: n for d, n in seen.items() if n}, "mismatched": mism, "off_path": stray,
             "detail": (f"controller saw {sum(seen.values())} CE arrivals on {sorted(d for d, n in seen.items() if n)}; "
-                       f"marker marked {sum(marked.values())} on {sorted(marked)}"
+                       f"marker marked {sum(marked.values())} on {sorted(marked)}; compared on {compared or 'NO link'}"
                        + (f"; MISMATCH {mism}" if mism else "") + (f"; OFF-PATH {stray}" if stray else ""))}
 
 

@@ -33,7 +33,7 @@ import yaml
 from harness import __version__, fidelity, metrics, probe
 from harness.errors import InterleaveError
 from harness.fabric import Fabric
-from harness.fidelity import idle_shares
+from harness.fidelity import cpu_idle, idle_shares
 from harness.lifecycle import RunLock
 from harness.linkmodel import LinkParams
 from harness.netcheck import ce_received
@@ -92,11 +92,6 @@ def chown_to_invoker(path):
         for root, dirs, files in os.walk(path):
             for n in [root] + [os.path.join(root, x) for x in dirs + files]:
                 os.chown(n, int(uid), int(gid))
-
-
-def cpu_idle():
-    v = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return v[3] + v[4], sum(v)
 
 
 def segments(plan):
@@ -171,7 +166,7 @@ def prepare(out_dir, spec, plan, findings, backends, link, dil):
     return out_dir, work
 
 
-def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m: None, progress_label=""):
+def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m: None):
     findings = probe.doctor()
     backends = probe.resolve(findings, datapath, ecn_marker)
     probe.require_ready(findings)
@@ -180,7 +175,7 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
     topo, link = wall_fabric(spec, dil)
     out_dir, work = prepare(out_dir, spec, plan, findings, backends, link, dil)
     total_it = sum(j["iterations"] for j in plan["jobs"])
-    progress = Progress(total_it, "iterations", desc=progress_label or spec.name, quiet=quiet)
+    progress = Progress(total_it, "iterations", desc=spec.name, quiet=quiet)
     ok = False
     try:
         with RunLock(log=log) as lock:

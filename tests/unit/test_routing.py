@@ -119,3 +119,28 @@ def test_ce_counters_read_back_from_real_flow_tables():
     ce = parse_ce_flows((FLOWS / "ils13.txt").read_text(), COOKIE_CE)
     assert len(ce) == 3 and ce["00:00:00:00:00:01>00:00:00:00:00:0d"] == 6
     assert all(v == 0 for k, v in parse_ce_flows((FLOWS / "ils1.txt").read_text(), COOKIE_CE).items())
+
+
+@pytest.mark.parametrize("topo", [fattree(), leafspine(), dumbbell(2)], ids=lambda t: t.name)
+def test_netcheck_congests_a_switch_link_that_a_next_switch_counts(topo):
+    """netcheck's congested flows first meet on a switch-to-switch link (2 x its rate offered there,
+    at most 1 x on every later link) and end on different last hops, so its counters check always
+    has a link to compare (on the fat-tree, marks only at last hops left it comparing nothing)."""
+    from harness.netcheck import congested_flows
+    from harness.routing import directed_links
+    routes = compute_routes(topo)
+    f, g = congested_flows(topo, routes)
+    assert f[0] != g[0] and f[1] != g[1]
+    lf, lg = directed_links(routes[f]), directed_links(routes[g])
+    first = next(l for l in lf if l in lg)
+    assert all(n in topo.switches for n in first.split(">")) and lf[-1] != lg[-1]
+
+
+def test_a_paced_burst_is_under_k_at_half_the_link_rate():
+    """The bound behind ecn_idle's tolerance of 0 marks: at every supported rate up to 1 Gbit/s a
+    sender paced at half the rate bursts under K (2 jumbo frames, or 1 ms at the pacing rate)."""
+    from harness.linkmodel import LinkParams
+    from harness.netcheck import paced_burst_bytes
+    for mbps in (10, 20, 50, 100, 1000):
+        p = LinkParams.scaled(mbps)
+        assert paced_burst_bytes(p, p.rate_bps / 2) < p.ecn_k_bytes, mbps
