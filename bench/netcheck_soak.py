@@ -57,13 +57,19 @@ class UnitLoad:
 
 def netcheck(topology):
     t = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "harness.cli", "netcheck", "--topology", topology, "--json"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=NETCHECK_TIMEOUT_S,
-                       env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    p = subprocess.Popen([sys.executable, "-m", "harness.cli", "netcheck", "--topology", topology, "--json"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, PYTHONWARNINGS="ignore"))
     try:
-        doc = json.loads(p.stdout)
+        out, err = p.communicate(timeout=NETCHECK_TIMEOUT_S)
+    except BaseException:               # Ctrl-C or a hang: let netcheck tear its fabric down first
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=60)
+        raise
+    try:
+        doc = json.loads(out)
     except ValueError:
-        return {"ok": False, "failed": [f"exit {p.returncode}: {p.stderr.strip()[-200:]}"], "s": time.monotonic() - t}
+        return {"ok": False, "failed": [f"exit {p.returncode}: {err.strip()[-200:]}"], "s": time.monotonic() - t}
     failed = [f"{c['name']}: {c['detail']}" for c in doc["checks"] if not c["ok"]]
     idle = next(c for c in doc["checks"] if c["name"] == "ecn_idle")
     return {"ok": p.returncode == 0 and not failed, "failed": failed, "s": time.monotonic() - t,

@@ -6,7 +6,9 @@ flow model). Also the formulas every backend shares: the distribution statistics
 communication overhead.
 
 Per job (``JOB``): iteration times (``iteration_ms_*``; for pipeline and tensor-parallel jobs the
-consumer's step time, with ``iteration_ms_meaning`` saying so), ``jct_s`` from arrival, ``queue_s``
+consumer's step time, with ``iteration_ms_meaning`` saying so), communication time per iteration
+(``comm_ms_*``: first phase start to last phase end, what CASSINI's Table 2 compares; ``_profile``:
+alone), ``jct_s`` from arrival, ``queue_s``
 from arrival to placement (emulated: to the launch of its agents), ECN marks and their source, the job's timing (``time_shift_ms``, ``alignment``,
 how far its communication started from where its shift put it, re-alignments), preemptions and
 segments. Program jobs add ``PROGRAM_JOB``. Totals (``TOTALS``) are over every job's steady
@@ -19,6 +21,7 @@ WHOLE = "int"
 # key: decimals (AS_IS: written as given; WHOLE: an integer)
 JOB = {"model": AS_IS, "hosts": AS_IS, "iterations": WHOLE,
        "iteration_ms_mean": 2, "iteration_ms_p99": 2, "iteration_ms_profile": 2, "fastest_iteration_ms": 2,
+       "comm_ms_mean": 2, "comm_ms_profile": 2,
        "jct_s": 3, "queue_s": 3,
        "ecn_marks": WHOLE, "ecn_marks_source": AS_IS, "ecn_marks_per_iteration": 3,
        "time_shift_ms": 3, "alignment": AS_IS, "shift_error_ms_p50": 2,
@@ -26,7 +29,7 @@ JOB = {"model": AS_IS, "hosts": AS_IS, "iterations": WHOLE,
        "preemptions": WHOLE, "segments": AS_IS}
 PROGRAM_JOB = {"iteration_ms_meaning": AS_IS, "ect_ms_mean": 2, "coflow_ms": 2, "predicted_step_ms": 2,
                "predicted_ect_ms": 2, "flows": WHOLE, "pacing_error_ms_p50": 2, "pacing_error_rel_p50": 4}
-TOTALS = {"iteration_ms_mean": 2, "iteration_ms_p99": 2, "ecn_marks": WHOLE,
+TOTALS = {"iteration_ms_mean": 2, "iteration_ms_p99": 2, "comm_ms_mean": 2, "ecn_marks": WHOLE,
           "slowdown_mean": 4, "slowdown_p99": 4, "jct_s_mean": 3, "makespan_s": 3, "queue_s_mean": 3,
           "communication_overhead_s": 3, "preemptions": WHOLE, "ect_ms_mean": 2}
 STEP_MEANING = "step time of the consuming computation"   # worker 0: first op start to last op end
@@ -86,6 +89,14 @@ def percentile(xs, q, weights=None):
     if c[-1] <= 0:
         return float(np.percentile(v, q))
     return float(v[min(len(v) - 1, np.searchsorted(c, q / 100 * c[-1]))])
+
+
+def comm_ms(w0):
+    """Communication time of each iteration (ms) from a job's leader rows (iterations.csv), the
+    first iteration left out as warm-up."""
+    w0 = w0.sort_values("iteration")
+    x = ((w0.comm_end - w0.comm_start) * 1000).to_numpy(dtype=float)[1:]
+    return x[np.isfinite(x)]
 
 
 def communication_overhead_s(rows):

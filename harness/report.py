@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from harness import metrics  # noqa: E402
 from harness.errors import UsageError  # noqa: E402
 
 
@@ -112,10 +113,10 @@ def tables(runs):
 def comm_ms_mean(iters, job):
     """Mean communication time of a job's iterations (leader: first phase start to last phase end,
     first iteration excluded): CASSINI's Table 2 compares this, not iteration times."""
-    w0 = iters[(iters.job == job) & (iters.worker == 0)].sort_values("iteration")
+    w0 = iters[(iters.job == job) & (iters.worker == 0)]
     if len(w0) < 2 or w0.comm_start.isna().all():
         return None
-    return float(((w0.comm_end - w0.comm_start).iloc[1:]).mean() * 1000)
+    return metrics.mean(metrics.comm_ms(w0))
 
 
 def plot_cdf(runs, out):

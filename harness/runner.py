@@ -332,6 +332,7 @@ def add_step_metrics(summary, plan, iters, flows):
             **entry, "iteration_ms_mean": metrics.mean(steps), "iteration_ms_p99": metrics.percentile(steps, 99),
             "fastest_iteration_ms": min(steps) if len(steps) else None,
             "iteration_ms_profile": ideal_ms, "iteration_ms_meaning": metrics.STEP_MEANING,
+            "comm_ms_profile": None,                     # a step's flows overlap its ops: no span alone
             "ect_ms_mean": metrics.mean(ect), "predicted_step_ms": d["predicted"]["step_s"] * 1000,
             "predicted_ect_ms": d["predicted"]["ect_s"] * 1000, "flows": len(f),
             "pacing_error_ms_p50": float(np.median(err)) if len(err) else None,
@@ -417,6 +418,7 @@ def job_metrics(j, iters, m):
     pieces = [w0.iloc[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
     it_ms = np.concatenate([iteration_times_ms(p) for p in pieces]) if len(w0) else np.array([])
     steady = it_ms[1:] if len(it_ms) > 1 else it_ms
+    comm = np.concatenate([metrics.comm_ms(p) for p in pieces]) if len(w0) else np.array([])
     ce0, ce1 = m["ce0"], m["ce1"]
     marks = sum(ce1[k] - ce0.get(k, 0) for k in ce1 if k[0] in tags_of(name, {t for t, _h in ce1}))
     err = shift_errors_ms(name, j, m["plan"], iters, m["started"])
@@ -426,6 +428,7 @@ def job_metrics(j, iters, m):
         model=j["model"], hosts=j["hosts"], iterations=len(w0),
         iteration_ms_mean=metrics.mean(steady), iteration_ms_p99=metrics.percentile(steady, 99),
         iteration_ms_profile=j["iteration_ms"], fastest_iteration_ms=min(steady) if len(steady) else None,
+        comm_ms_mean=metrics.mean(comm), comm_ms_profile=m["profiles"][j["model"]].comm_span_ms,
         jct_s=float(w0.end.max() - j.get("arrival_s", 0.0)) if len(w0) else None,
         queue_s=m["started"][name]["at"] - j.get("arrival_s", 0.0) if name in m["started"] else None,
         ecn_marks=marks, ecn_marks_source="receivers (IpExtInCEPkts of the job's hosts)",
@@ -433,7 +436,7 @@ def job_metrics(j, iters, m):
         alignment=j["alignment"], shift_error_ms_p50=float(np.median(err)) if len(err) else None,
         realignments=realigns, realignments_per_minute=realigns / span_min,
         preemptions=len(j.get("segments") or [None]) - 1, segments=j.get("segments"))
-    return entry, steady
+    return entry, steady, comm
 
 
 def guard(m, links, plan, dil, topo):
@@ -449,18 +452,19 @@ def guard(m, links, plan, dil, topo):
 
 
 def summarize(spec, plan, iters, links, m, dil, topo):
-    jobs, all_it, all_slow = {}, [], []
-    m = {**m, "plan": plan}
+    jobs, all_it, all_slow, all_comm = {}, [], [], []
+    m = {**m, "plan": plan, "profiles": spec.profiles}
     for j in plan["jobs"]:
-        jobs[j["name"]], steady = job_metrics(j, iters, m)
+        jobs[j["name"]], steady, comm = job_metrics(j, iters, m)
         all_it.extend(steady.tolist())
+        all_comm.extend(comm.tolist())
         all_slow.extend((steady / j["iteration_ms"]).tolist())
     jcts = [v["jct_s"] for v in jobs.values() if v["jct_s"] is not None]
     queues = [v["queue_s"] for v in jobs.values() if v["queue_s"] is not None]
     end = float(iters.end.max()) if len(iters) else None
     totals = metrics.totals(
         iteration_ms_mean=metrics.mean(all_it), iteration_ms_p99=metrics.percentile(all_it, 99),
-        ecn_marks=sum(v["ecn_marks"] for v in jobs.values()),
+        comm_ms_mean=metrics.mean(all_comm), ecn_marks=sum(v["ecn_marks"] for v in jobs.values()),
         # iteration time / the profile's: comparable across models (a trace mixes 58 ms and 3 s)
         slowdown_mean=metrics.mean(all_slow), slowdown_p99=metrics.percentile(all_slow, 99),
         jct_s_mean=metrics.mean(jcts), makespan_s=end, queue_s_mean=metrics.mean(queues),

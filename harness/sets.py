@@ -40,7 +40,7 @@ from harness import spec as spec_mod
 from harness.progress import SetProgress, hms
 from harness.errors import UsageError
 
-METRICS = ("iteration_ms_mean", "iteration_ms_p99", "slowdown_mean", "slowdown_p99", "ecn_marks",
+METRICS = ("iteration_ms_mean", "iteration_ms_p99", "comm_ms_mean", "slowdown_mean", "slowdown_p99", "ecn_marks",
            "jct_s_mean", "makespan_s", "communication_overhead_s", "ect_ms_mean")
 
 
@@ -240,22 +240,24 @@ def fmt(row, m, unit="", digits=None):
 def markdown(st, table, floors=None):
     lines = [f"# {st['name']}: mean [95 % interval] over kept repeats", "",
              "Runs the fidelity guard flagged are excluded and counted (harness/sets.py, exclusion rule).", "",
-             "| spec | scheduler | runs kept / excluded | mean iteration | p99 iteration | slowdown mean | "
-             "ECN marks | mean JCT | makespan | comm. overhead |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| spec | scheduler | runs kept / excluded | mean iteration | p99 iteration | mean communication | "
+             "slowdown mean | ECN marks | mean JCT | makespan | comm. overhead |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, e in table.items():
         for s, row in e["schedulers"].items():
             lines.append(f"| {name} | {s} | {row['runs']} / {row['excluded']} | {fmt(row, 'iteration_ms_mean', ' ms', 1)} | "
-                         f"{fmt(row, 'iteration_ms_p99', ' ms', 1)} | {fmt(row, 'slowdown_mean', '', 3)} | "
+                         f"{fmt(row, 'iteration_ms_p99', ' ms', 1)} | {fmt(row, 'comm_ms_mean', ' ms', 1)} | "
+                         f"{fmt(row, 'slowdown_mean', '', 3)} | "
                          f"{fmt(row, 'ecn_marks', '', 0)} | {fmt(row, 'jct_s_mean', ' s', 2)} | "
                          f"{fmt(row, 'makespan_s', ' s', 2)} | {fmt(row, 'communication_overhead_s', ' s', 2)} |")
     lines += ["", "## Ratios (first / second, per repeat pair; > 1: the second is better)", "",
-              "| spec | comparison | pairs | mean | p99 | slowdown mean | ECN marks | mean JCT | makespan |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| spec | comparison | pairs | mean | p99 | communication | slowdown mean | ECN marks | mean JCT | makespan |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, e in table.items():
         for key, rt in e["ratios"].items():
             lines.append(f"| {name} | {key} | {rt['pairs']} | {fmt(rt, 'iteration_ms_mean', 'x', 2)} | "
-                         f"{fmt(rt, 'iteration_ms_p99', 'x', 2)} | {fmt(rt, 'slowdown_mean', 'x', 2)} | "
+                         f"{fmt(rt, 'iteration_ms_p99', 'x', 2)} | {fmt(rt, 'comm_ms_mean', 'x', 2)} | "
+                         f"{fmt(rt, 'slowdown_mean', 'x', 2)} | "
                          f"{fmt(rt, 'ecn_marks', 'x', 1)} | {fmt(rt, 'jct_s_mean', 'x', 2)} | "
                          f"{fmt(rt, 'makespan_s', 'x', 2)} |")
     lines += ["", "## Per job (mean over repeats; communication = first phase start to last phase end)", "",

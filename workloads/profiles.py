@@ -57,6 +57,14 @@ class Profile:
         return sum(p.duration_ms for p in self.phases)
 
     @property
+    def comm_span_ms(self):
+        """Communication time of an iteration alone: first phase start to last phase end (what the
+        agents log as comm_start .. comm_end; CASSINI's Table 2 compares it)."""
+        if not self.phases:
+            return 0.0
+        return max(ph.end_ms for ph in self.phases) - min(ph.start_ms for ph in self.phases)
+
+    @property
     def comm_fraction(self):
         return self.up_ms / self.iteration_ms
 

@@ -46,6 +46,7 @@ class Running:
     it_ms: float = 0.0
     marks_per_it: float = 0.0
     re_per_it: float = 0.0
+    comm_ms: float = 0.0
     samples: object = None
     preemptions: int = 0
 
@@ -53,6 +54,7 @@ class Running:
 class Accum:
     def __init__(self):
         self.samples, self.weights, self.marks, self.iterations, self.realign = [], [], 0.0, 0.0, 0.0
+        self.comm = 0.0                 # communication ms summed over iterations
 
     def add(self, samples, done):
         if self.samples and self.samples[-1] is samples:
@@ -147,6 +149,7 @@ class Simulator:
             if not shared and not squeezed:
                 r = running[members[0]]
                 r.it_ms = self.spec.profiles[r.job.model].iteration_ms
+                r.comm_ms = self.spec.profiles[r.job.model].comm_span_ms
                 r.marks_per_it, r.re_per_it, r.samples = 0.0, 0.0, None
                 continue
             key = tuple(sorted((n, tuple(running[n].hosts), round(self._shift(n), 3), gid[n], mode[n])
@@ -167,6 +170,8 @@ class Simulator:
                 r.it_ms = float(np.mean(r.samples))
                 r.marks_per_it = out.marks_per_iteration[n]
                 r.re_per_it = out.realignments_per_iteration[n]
+                comm = (out.comm_ms or {}).get(n)
+                r.comm_ms = self.spec.profiles[r.job.model].comm_span_ms if comm is None else comm
 
     def _shift(self, name):
         return self.policy.shift(name)
@@ -233,6 +238,7 @@ class Simulator:
             a.iterations += done
             a.marks += done * r.marks_per_it
             a.realign += done * r.re_per_it
+            a.comm += done * r.comm_ms
             if r.samples is None:
                 r.samples = np.array([r.it_ms])
             a.add(r.samples, done)
@@ -255,7 +261,8 @@ class Simulator:
             jobs[j.name] = metrics.job(
                 model=j.model, hosts=segments[j.name][-1]["hosts"], iterations=a.iterations,
                 iteration_ms_mean=mean, iteration_ms_p99=metrics.percentile(vals, 99, wts),
-                iteration_ms_profile=prof.iteration_ms, jct_s=finished[j.name] - j.arrival_s,
+                iteration_ms_profile=prof.iteration_ms, comm_ms_mean=a.comm / a.iterations if a.iterations else None,
+                comm_ms_profile=prof.comm_span_ms, jct_s=finished[j.name] - j.arrival_s,
                 queue_s=queue_s.get(j.name, 0.0), ecn_marks=a.marks,
                 ecn_marks_source="estimated (fluid queue model, harness.sim)",
                 ecn_marks_per_iteration=a.marks / max(1.0, a.iterations), time_shift_ms=self._shift(j.name),
@@ -264,10 +271,12 @@ class Simulator:
         vals, wts = (np.concatenate(all_it), np.concatenate(all_w)) if all_it else (np.array([]), np.array([]))
         slow = np.concatenate(all_slow) if all_slow else np.array([])
         jct = [v["jct_s"] for v in jobs.values()]
+        done_it = sum(a.iterations for a in acc.values())
         end = max(finished.values()) if finished else 0.0
         totals = metrics.totals(
             iteration_ms_mean=metrics.mean(vals, wts if len(vals) else None),
             iteration_ms_p99=metrics.percentile(vals, 99, wts),
+            comm_ms_mean=sum(a.comm for a in acc.values()) / done_it if done_it else None,
             ecn_marks=sum(v["ecn_marks"] for v in jobs.values()),
             slowdown_mean=metrics.mean(slow, wts if len(slow) else None),
             slowdown_p99=metrics.percentile(slow, 99, wts), makespan_s=end, jct_s_mean=metrics.mean(jct),

@@ -95,6 +95,7 @@ class Outcome:
     marks_per_iteration: dict
     realignments_per_iteration: dict
     simulated_ms: float
+    comm_ms: dict = None    # job -> mean communication time (first phase start to last phase end), warm-up dropped
 
 
 
@@ -108,8 +109,13 @@ class _State:
         self.k, self.pos, self.start, self.starts = 0, -1, 0.0, []
         self.mode, self.left, self.phase = "wait", job.shift_ms, None
         self.marks, self.realign = 0.0, 0
+        self.c0 = self.c1 = None        # this iteration's first communication start, last end
+        self.comms = []                 # communication time of each finished iteration
 
     def start_iteration(self, now):
+        if self.c0 is not None and self.c1 is not None:
+            self.comms.append(self.c1 - self.c0)
+        self.c0 = self.c1 = None
         self.start = now
         self.starts.append(now)
         self.pos = -1
@@ -125,6 +131,7 @@ class _State:
             self.mode, self.left, self.phase = "gap", max(0.0, ph.start_ms - prev_end), i
             if self.left <= EPS:
                 self.mode, self.left = "comm", ph.gbps * ph.duration_ms
+                self.c0 = now if self.c0 is None else self.c0
         else:      # the tail, then the floor at the profile's iteration time
             last = p.phases[self.order[-1]].end_ms if self.order else 0.0
             self.mode = "tail"
@@ -133,6 +140,10 @@ class _State:
     def iterations(self, warmup):
         d = np.diff(np.array(self.starts))
         return d[warmup:] if len(d) > warmup else d
+
+    def comm_ms(self, warmup):
+        c = self.comms[warmup:] if len(self.comms) > warmup else self.comms
+        return float(np.mean(c)) if c else None
 
 
 def _iteration_due(s, now, lag):
@@ -199,7 +210,9 @@ def _advance_stage(s, t, lag):
     elif s.mode == "gap":
         ph = s.p.phases[s.phase]
         s.mode, s.left = "comm", ph.gbps * ph.duration_ms
+        s.c0 = t if s.c0 is None else s.c0
     elif s.mode == "comm":
+        s.c1 = t
         s.next_stage(t)
     else:
         s.k += 1
@@ -249,11 +262,12 @@ def simulate(jobs, capacity, horizon_iterations=30, max_ms=120_000.0, warmup=2, 
             if s.left > 1e-9 * max(1.0, abs(dt)) and s.left > EPS:
                 continue
             _advance_stage(s, t, lag)
-    out_it, out_marks, out_re = {}, {}, {}
+    out_it, out_marks, out_re, out_comm = {}, {}, {}, {}
     for n, s in st.items():
+        out_comm[n] = s.comm_ms(warmup)
         its = s.iterations(warmup)
         out_it[n] = its if len(its) else np.array([s.p.iteration_ms])
         k = max(1, len(s.starts))
         out_marks[n] = s.marks / k
         out_re[n] = s.realign / k
-    return Outcome(out_it, out_marks, out_re, t)
+    return Outcome(out_it, out_marks, out_re, t, out_comm)

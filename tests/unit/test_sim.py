@@ -164,3 +164,12 @@ def test_a_grid_job_late_by_more_than_the_threshold_waits_for_its_next_slot():
     assert np.mean(grid.iteration_ms["a"]) == pytest.approx(200.0, rel=1e-6)
     assert grid.realignments_per_iteration["a"] > 0.9
     assert np.mean(free.iteration_ms["a"]) == pytest.approx(112.5, rel=1e-6)
+
+
+def test_communication_time_stretches_when_phases_collide():
+    # the hand-computed case above: alone a phase lasts its 50 ms, colliding each takes 100 ms
+    p = prof("p", 100, [(50, 50, 50)])
+    alone = simulate([job("a", p, {"l": 1})], {"l": 50.0})
+    both = simulate([job("a", p, {"l": 1}), job("b", p, {"l": 1})], {"l": 50.0})
+    assert alone.comm_ms["a"] == pytest.approx(50.0) and p.comm_span_ms == 50.0
+    assert both.comm_ms["a"] == pytest.approx(100.0, rel=1e-6)
