@@ -19,6 +19,7 @@ A check that cannot run (a tool missing) fails with the reason; nothing is skipp
 """
 import json
 import time
+from pathlib import Path
 
 TCP_IP_HEADERS = 52   # IPv4 20 + TCP 20 + timestamps 12
 ETH_HEADER = 14
@@ -132,8 +133,49 @@ def paced_burst_bytes(params, rate_bps):
     return max(2 * (params.mtu + ETH_HEADER), rate_bps / 8 * 0.001)
 
 
-STALL_WINDOW_S = 0.1    # ecn_idle's CPU windows: a mark at half load needs a datapath stall of
-                        # K / (rate / 2) = 29 ms at 50 Mbit/s, which a 1 s average hides
+STALL_WINDOW_S = 0.1    # ecn_idle's CPU windows where vswitchd's run-queue wait cannot be read
+VSWITCHD_PIDFILES = ("/run/openvswitch/ovs-vswitchd.pid", "/var/run/openvswitch/ovs-vswitchd.pid")
+
+
+WAIT_SAMPLE_S = 0.005   # how often the stall watcher reads vswitchd's run-queue wait
+
+
+def vswitchd_schedstat():
+    """/proc/PID/schedstat of ovs-vswitchd's main thread (the userspace datapath's forwarding loop),
+    or None where it cannot be read."""
+    for pidfile in VSWITCHD_PIDFILES:
+        try:
+            path = Path(f"/proc/{int(Path(pidfile).read_text())}/schedstat")
+            path.read_text()
+            return path
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def stall_watcher(path):
+    """Start reading the run-queue wait (schedstat's second field: ns runnable but not running,
+    added when the thread gets a CPU back) every WAIT_SAMPLE_S; the returned function stops and
+    gives the longest wait added between two reads, in seconds: one stall's length, or None."""
+    import threading
+    if path is None:
+        return lambda: None
+    longest, stop = [0.0], threading.Event()
+
+    def loop():
+        last = int(path.read_text().split()[1])
+        while not stop.wait(WAIT_SAMPLE_S):
+            now = int(path.read_text().split()[1])
+            longest[0] = max(longest[0], (now - last) / 1e9)
+            last = now
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+
+    def done():
+        stop.set()
+        t.join()
+        return longest[0]
+    return done
 
 
 def queue_drops():
@@ -206,37 +248,50 @@ def check_ecn_idle(fab, flow, seconds):
     queue that drains twice as fast as they come, so the queue never holds more than one burst; a
     burst under K is never marked, and a faithful fabric marks nothing (tolerance 0). Marks then mean
     that packets arrived in a burst the sender did not send: the datapath stalled and released a
-    backlog. When CPU idle fell under the fidelity guard's IDLE_MIN in a window of STALL_WINDOW_S
-    during the check, that is reported as the emulator not keeping up (the marking is not judged);
-    otherwise it fails."""
+    backlog: packets arrive at the pacing rate, so a stall of T releases pace x T bytes at once, and
+    a mark needs T > K / pace (29 ms at 50 Mbit/s). The evidence read: the longest single wait of
+    ovs-vswitchd's forwarding thread for a CPU during the check (``stall_watcher``; where it cannot be
+    read, any STALL_WINDOW_S window under the fidelity guard's IDLE_MIN CPU idle). A wait of at least
+    K / pace is such a stall: reported as the emulator not keeping up (the marking is not judged).
+    Without one, marks fail the check."""
     from harness.fidelity import IDLE_MIN
     src, dst = flow
     params = fab.topo.link_between(dst, fab.topo.edge_of(dst)).params
     pace = params.rate_bps * 0.5
     burst = paced_burst_bytes(params, pace)
     allowed = 0 if burst < params.ecn_k_bytes else None          # None: K below one burst, not judged
+    stall_s = params.ecn_k_bytes * 8 / pace                        # the shortest stall that can mark
     m0, ce0 = _marks(fab), ce_received(fab, dst)
-    idle_of = cpu_sampler(STALL_WINDOW_S)
+    user = getattr(fab, "datapath", "user") == "user"      # the kernel datapath forwards in softirqs
+    idle_of, waits = cpu_sampler(STALL_WINDOW_S), stall_watcher(vswitchd_schedstat() if user else None)
     rate = iperf(fab, [flow], seconds, rate_bps=pace)[0]
-    idle = idle_of()
+    idle, waited = idle_of(), waits()
     m1, ce1 = _marks(fab), ce_received(fab, dst)
     marked = {d: m1[d] - m0.get(d, 0) for d in m1 if m1[d] - m0.get(d, 0)}
     n = sum(marked.values())
     busy = sum(1 for x in idle if x < IDLE_MIN)
-    kept_up = busy == 0
+    kept_up = busy == 0 if waited is None else waited < stall_s
     clean = allowed is None or (n <= allowed and ce1 - ce0 <= allowed)
     out = {"name": "ecn_idle", "ok": rate > 0 and (clean or not kept_up),
            "flows": [f"{src}->{dst} at {params.rate_mbps * 0.5:g} Mbit/s"], "goodput_mbps": [round(rate / 1e6, 2)],
            "marker_marks": marked, "receiver_ce": ce1 - ce0, "burst_bytes": int(burst),
            "k_bytes": params.ecn_k_bytes, "allowed_marks": allowed,
            "cpu_idle_min": round(min(idle), 3) if idle else None, "cpu_busy_windows": busy,
+           "vswitchd_longest_wait_ms": None if waited is None else round(waited * 1000, 1),
+           "stall_to_mark_ms": round(stall_s * 1000, 1),
            "emulator_kept_up": kept_up,
            "detail": f"{n} marks, {ce1 - ce0} CE packets with the link half loaded (allowed {allowed}: "
                      f"a paced burst of {int(burst)} B < K = {params.ecn_k_bytes} B)"}
     if not clean and not kept_up:
-        out["detail"] += (f"; the emulator could not keep up: {busy} of {len(idle)} windows of "
-                          f"{STALL_WINDOW_S * 1000:.0f} ms under {IDLE_MIN:.0%} CPU idle, so the marks come from a "
-                          "stalled datapath's backlog: marking not judged")
+        why = (f"ovs-vswitchd waited {waited * 1000:.0f} ms at once for a CPU (a mark needs a {stall_s * 1000:.0f} "
+               "ms stall)"
+               if waited is not None else f"{busy} of {len(idle)} windows of {STALL_WINDOW_S * 1000:.0f} ms under "
+               f"{IDLE_MIN:.0%} CPU idle")
+        out["detail"] += (f"; the emulator could not keep up: {why}, so the marks come from a stalled "
+                          "datapath's backlog: marking not judged")
+    elif not clean:
+        out["detail"] += (f"; not a stall: ovs-vswitchd's longest wait for a CPU was {waited * 1000:.0f} ms"
+                          if waited is not None else "; not a stall: the CPU was never saturated")
     return out
 
 
