@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness import fidelity  # noqa: E402
-from harness.sets import publish  # noqa: E402
+from harness.sets import emit_bench  # noqa: E402
 
 BUSY = "import os, sys; os.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass"
 
@@ -75,11 +75,8 @@ def main():
         lines.append(f"| {r['busy_loops']} | {r['scheduler']} | {r['repeat']} | {r['iteration_ms_mean']} ms | "
                      f"{r['cpu_idle_share']:.0%} | {r['cpu_idle_min_1s']:.0%} | {r['cpu_busy_seconds_share']:.0%} | "
                      f"{r['timer_late_ms_p99_worst']} ms | {'ok' if r['ok'] else 'flagged'} |")
-    md = "# fidelity guard\n\n" + "\n".join(lines) + "\n"
-    print(md)
-    if args.publish:
-        publish({"name": "fidelity-guard"}, md, args.publish,
-                "sudo .venv/bin/python bench/fidelity_guard.py " + " ".join(sys.argv[1:]), kind="bench")
+    emit_bench("fidelity-guard", "# fidelity guard\n\n" + "\n".join(lines) + "\n", args.publish,
+               "sudo .venv/bin/python bench/fidelity_guard.py " + " ".join(sys.argv[1:]))
 
 
 if __name__ == "__main__":

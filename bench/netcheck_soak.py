@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.sets import publish  # noqa: E402
+from harness.sets import emit_bench  # noqa: E402
 
 TOPOLOGIES = ("dumbbell", "fattree", "leafspine")
 NETCHECK_TIMEOUT_S = 300
@@ -107,11 +107,8 @@ def main():
         secs = f"{min(r['seconds']):.0f}-{max(r['seconds']):.0f}"
         lines.append(f"| {r['topology']} | {r['passed']} / {r['runs']} | {r['not_kept_up']} | {secs} | "
                      f"{'; '.join(r['failed'][:3]) or 'none'} |")
-    md = "# netcheck soak\n\n" + "\n".join(lines) + "\n"
-    print(md)
-    if args.publish:
-        publish({"name": "netcheck-soak"}, md, args.publish,
-                "sudo .venv/bin/python bench/netcheck_soak.py " + " ".join(sys.argv[1:]), kind="bench")
+    emit_bench("netcheck-soak", "# netcheck soak\n\n" + "\n".join(lines) + "\n", args.publish,
+               "sudo .venv/bin/python bench/netcheck_soak.py " + " ".join(sys.argv[1:]))
     return 0 if all(r["passed"] == r["runs"] for r in rows) else 1
 
 

@@ -356,6 +356,14 @@ def validation(st, emulated, simulated):
     return "\n".join(lines) + "\n", rows
 
 
+def emit_bench(name, md, target, command):
+    """A benchmark's Markdown table: printed, and written into ``target``'s block
+    ``<!-- interleave bench NAME -->`` with ``command`` when ``target`` is given."""
+    print(md)
+    if target:
+        publish({"name": name}, md, target, command, kind="bench")
+
+
 def write(st, out, check=False, plots=True):
     """Reports per spec, table.md/.json; returns (markdown, floors results)."""
     from harness.report import report

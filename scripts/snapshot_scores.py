@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.sets import publish  # noqa: E402
+from harness.sets import emit_bench  # noqa: E402
 
 # CASSINI (NSDI'24) Table 2, "Compatibility score" column, snapshots 1-5
 PAPER_SCORE = {1: 1.0, 2: 1.0, 3: 0.9, 4: 0.8, 5: 0.6}
@@ -44,11 +44,8 @@ def main():
         jobs = " + ".join(j["model"] for j in cas["jobs"])
         shifts = ", ".join(f"{j['name']} {j['time_shift_ms']:g} ms" for j in cas["jobs"] if j["time_shift_ms"]) or "none"
         lines.append(f"| {n} | {jobs} | {PAPER_SCORE[n]} | {score(base)} | {score(cas)} | {shifts} |")
-    md = "# snapshot scores\n\n" + "\n".join(lines) + "\n"
-    print(md)
-    if args.publish:
-        publish({"name": "snapshot-scores"}, md, args.publish,
-                ".venv/bin/python scripts/snapshot_scores.py " + " ".join(sys.argv[1:]), kind="bench")
+    emit_bench("snapshot-scores", "# snapshot scores\n\n" + "\n".join(lines) + "\n", args.publish,
+               ".venv/bin/python scripts/snapshot_scores.py " + " ".join(sys.argv[1:]))
 
 
 if __name__ == "__main__":
