@@ -153,28 +153,38 @@ def vswitchd_schedstat():
     return None
 
 
-def stall_watcher(path):
+def stall_watcher(path, drain=1.0):
     """Start reading the run-queue wait (schedstat's second field: ns runnable but not running,
     added when the thread gets a CPU back) every WAIT_SAMPLE_S; the returned function stops and
-    gives the longest wait added between two reads, in seconds: one stall's length, or None."""
+    gives the largest stall backlog in seconds, or None. Backlog: the packets that arrive while the
+    forwarding thread waits reach the next queue at once; that queue drains ``drain`` seconds of
+    arrivals per second the thread is not waiting (1 for a link loaded to half its rate), so the
+    backlog b after a sample with wait w over dt is max(0, b + w - drain x (dt - w)). One wait alone
+    gives b = w; waits closer together than they drain add up."""
     import threading
+    import time
     if path is None:
         return lambda: None
-    longest, stop = [0.0], threading.Event()
+    largest, stop = [0.0], threading.Event()
+
+    def read():
+        return int(path.read_text().split()[1]) / 1e9, time.monotonic()
 
     def loop():
-        last = int(path.read_text().split()[1])
+        (last, t0), backlog = read(), 0.0
         while not stop.wait(WAIT_SAMPLE_S):
-            now = int(path.read_text().split()[1])
-            longest[0] = max(longest[0], (now - last) / 1e9)
-            last = now
+            now, t1 = read()
+            wait = min(now - last, t1 - t0)
+            backlog = max(0.0, backlog + wait - drain * (t1 - t0 - wait))
+            largest[0] = max(largest[0], backlog)
+            last, t0 = now, t1
     t = threading.Thread(target=loop, daemon=True)
     t.start()
 
     def done():
         stop.set()
         t.join()
-        return longest[0]
+        return largest[0]
     return done
 
 
@@ -188,6 +198,36 @@ def queue_drops():
         if q.get("kind") in ("bfifo", "pfifo", "red"):
             drops[q["dev"]] = drops.get(q["dev"], 0) + int(q.get("drops", 0))
     return drops
+
+
+def datapath_rx_drops():
+    """{dev: packets dropped on arrival at ovs-vswitchd's packet socket on dev} (the userspace
+    datapath's receive side: a socket whose buffer filled while vswitchd waited for a CPU), read
+    from ``ss``; {} where vswitchd holds no packet sockets."""
+    import subprocess
+    return parse_socket_drops(subprocess.run(["ss", "-f", "link", "-a", "-m", "-p"], capture_output=True,
+                                             text=True).stdout)
+
+
+def parse_socket_drops(ss_text, owner="ovs-vswitchd"):
+    """{bound device: skmem drop counter ``d``} summed over ``owner``'s packet sockets in the output
+    of ``ss -f link -a -m -p`` (each socket: a header line, then an indented skmem line)."""
+    import re
+    drops, dev = {}, None
+    for line in ss_text.splitlines():
+        if not line[:1].isspace():
+            head = re.search(r"\*:(\S+)\s.*\"" + re.escape(owner) + r"\"", line)
+            dev = head.group(1) if head else None
+            continue
+        mem = re.search(r"skmem:\(.*\bd(\d+)\)", line)
+        if mem and dev:
+            drops[dev] = drops.get(dev, 0) + int(mem.group(1))
+    return drops
+
+
+def drops_since(before, now):
+    """The per-device increase between two ``queue_drops``/``datapath_rx_drops`` readings."""
+    return {d: n - before.get(d, 0) for d, n in now.items() if n - before.get(d, 0) > 0}
 
 
 def cpu_sampler(period_s=1.0):
@@ -223,15 +263,15 @@ def check_ecn(fab, seconds=4):
     tm = Telemetry(fab, tmp.name, period_ms=200, marker=False, ce_period_ms=200).start()
     wait_ce_quiet(tm.of_path)       # counters caught up with earlier traffic ...
     m0, ce0, base = _marks(fab), sum(ce_received(fab, d) for d in dsts), read_jsonl(tm.of_path)
-    q0 = queue_drops()
+    q0, rx0 = queue_drops(), datapath_rx_drops()
     rates = iperf(fab, flows, seconds)
     wait_ce_quiet(tm.of_path)       # ... and with the last packets of this window
     wait_ce_caught_up(fab, tm.of_path)
     m1, ce1 = _marks(fab), sum(ce_received(fab, d) for d in dsts)
-    drops = {d: n - q0.get(d, 0) for d, n in queue_drops().items() if n - q0.get(d, 0)}
+    drops, rx_drops = drops_since(q0, queue_drops()), drops_since(rx0, datapath_rx_drops())
     tm.stop()
     counters = _counters_check(fab, base, read_jsonl(tm.of_path), {d: m1[d] - m0.get(d, 0) for d in m1}, flows,
-                               drops)
+                               drops, rx_drops)
     tmp.cleanup()
     marked = {d: m1[d] - m0.get(d, 0) for d in m1 if m1[d] - m0.get(d, 0)}
     names = [f"{s}->{d}" for s, d in flows]
@@ -249,11 +289,12 @@ def check_ecn_idle(fab, flow, seconds):
     burst under K is never marked, and a faithful fabric marks nothing (tolerance 0). Marks then mean
     that packets arrived in a burst the sender did not send: the datapath stalled and released a
     backlog: packets arrive at the pacing rate, so a stall of T releases pace x T bytes at once, and
-    a mark needs T > K / pace (29 ms at 50 Mbit/s). The evidence read: the longest single wait of
-    ovs-vswitchd's forwarding thread for a CPU during the check (``stall_watcher``; where it cannot be
-    read, any STALL_WINDOW_S window under the fidelity guard's IDLE_MIN CPU idle). A wait of at least
-    K / pace is such a stall: reported as the emulator not keeping up (the marking is not judged).
-    Without one, marks fail the check."""
+    a mark needs T > K / pace (29 ms at 50 Mbit/s); stalls closer together than the queue drains
+    add up. The evidence read: the largest backlog that ovs-vswitchd's forwarding thread's waits for
+    a CPU build during the check (``stall_watcher``; where they cannot be read, any STALL_WINDOW_S
+    window under the fidelity guard's IDLE_MIN CPU idle). A backlog of at least K / pace is such a
+    stall: reported as the emulator not keeping up (the marking is not judged). Without one, marks
+    fail the check."""
     from harness.fidelity import IDLE_MIN
     src, dst = flow
     params = fab.topo.link_between(dst, fab.topo.edge_of(dst)).params
@@ -263,7 +304,8 @@ def check_ecn_idle(fab, flow, seconds):
     stall_s = params.ecn_k_bytes * 8 / pace                        # the shortest stall that can mark
     m0, ce0 = _marks(fab), ce_received(fab, dst)
     user = getattr(fab, "datapath", "user") == "user"      # the kernel datapath forwards in softirqs
-    idle_of, waits = cpu_sampler(STALL_WINDOW_S), stall_watcher(vswitchd_schedstat() if user else None)
+    idle_of = cpu_sampler(STALL_WINDOW_S)
+    waits = stall_watcher(vswitchd_schedstat() if user else None, drain=(params.rate_bps - pace) / pace)
     rate = iperf(fab, [flow], seconds, rate_bps=pace)[0]
     idle, waited = idle_of(), waits()
     m1, ce1 = _marks(fab), ce_received(fab, dst)
@@ -277,29 +319,32 @@ def check_ecn_idle(fab, flow, seconds):
            "marker_marks": marked, "receiver_ce": ce1 - ce0, "burst_bytes": int(burst),
            "k_bytes": params.ecn_k_bytes, "allowed_marks": allowed,
            "cpu_idle_min": round(min(idle), 3) if idle else None, "cpu_busy_windows": busy,
-           "vswitchd_longest_wait_ms": None if waited is None else round(waited * 1000, 1),
+           "vswitchd_stall_backlog_ms": None if waited is None else round(waited * 1000, 1),
            "stall_to_mark_ms": round(stall_s * 1000, 1),
            "emulator_kept_up": kept_up,
            "detail": f"{n} marks, {ce1 - ce0} CE packets with the link half loaded (allowed {allowed}: "
                      f"a paced burst of {int(burst)} B < K = {params.ecn_k_bytes} B)"}
     if not clean and not kept_up:
-        why = (f"ovs-vswitchd waited {waited * 1000:.0f} ms at once for a CPU (a mark needs a {stall_s * 1000:.0f} "
-               "ms stall)"
+        why = (f"ovs-vswitchd's waits for a CPU built a {waited * 1000:.0f} ms backlog (a mark needs "
+               f"{stall_s * 1000:.0f} ms)"
                if waited is not None else f"{busy} of {len(idle)} windows of {STALL_WINDOW_S * 1000:.0f} ms under "
                f"{IDLE_MIN:.0%} CPU idle")
         out["detail"] += (f"; the emulator could not keep up: {why}, so the marks come from a stalled "
                           "datapath's backlog: marking not judged")
     elif not clean:
-        out["detail"] += (f"; not a stall: ovs-vswitchd's longest wait for a CPU was {waited * 1000:.0f} ms"
+        out["detail"] += (f"; not a stall: ovs-vswitchd's waits for a CPU built at most a {waited * 1000:.0f} ms "
+                          "backlog"
                           if waited is not None else "; not a stall: the CPU was never saturated")
     return out
 
 
-def _counters_check(fab, base, records, marks_by_dev, flows, drops_by_dev=None):
+def _counters_check(fab, base, records, marks_by_dev, flows, drops_by_dev=None, rx_drops_by_dev=None):
     """``base``: the telemetry records up to the window's start (its latest CE sample per switch is
-    the baseline); ``records``: all of them, up to the window's end. A marked packet that a queue
-    drops (the marker marks before the queue; a stalled datapath can overflow it) never arrives: the
-    comparison on a link allows the drops at that link and upstream of it (``drops_by_dev``)."""
+    the baseline); ``records``: all of them, up to the window's end. A marked packet that is dropped
+    before the next switch counts it never arrives: by the egress queue (the marker marks before the
+    queue; a stalled datapath can overflow it: ``drops_by_dev``, keyed by egress device) or by the
+    next switch's receive socket (``rx_drops_by_dev``, keyed by the receiving device). The comparison
+    on a link allows the drops on that link and upstream of it."""
     from harness.telemetry import ce_arrivals
     topo = fab.topo
     ces = [r for r in records if r["kind"] == "ce"]
@@ -311,13 +356,19 @@ def _counters_check(fab, base, records, marks_by_dev, flows, drops_by_dev=None):
         last[r["dpid"]] = r["ce"]
     before, after = ce_arrivals(topo, fab.routes, first), ce_arrivals(topo, fab.routes, last)
     seen = {d: after.get(d, 0) - before.get(d, 0) for d in after}
-    dir_of = {}
+    dir_of, arriving_on = {}, {}
     for link in topo.links:
-        for did, frm, _to, port in link.directions():
+        (ab, a, b, a_port), (ba, _b, _a, b_port) = link.directions()
+        for did, frm, port, to, to_port in ((ab, a, a_port, b, b_port), (ba, b, b_port, a, a_port)):
             if frm in topo.switches:
                 dir_of[fab.port_dev(frm, port)] = did
+            if to in topo.switches:
+                arriving_on[fab.port_dev(to, to_port)] = did
     marked = {dir_of[dev]: n for dev, n in marks_by_dev.items() if n}
     dropped = {dir_of[dev]: n for dev, n in (drops_by_dev or {}).items() if n and dev in dir_of}
+    rx_dropped = {arriving_on[dev]: n for dev, n in (rx_drops_by_dev or {}).items() if n and dev in arriving_on}
+    for did, n in rx_dropped.items():
+        dropped[did] = dropped.get(did, 0) + n
     on_path = {f"{u}>{v}" for s, d in flows for u, v in zip(fab.routes[(s, d)], fab.routes[(s, d)][1:])}
     last_hop = {f"{fab.routes[f][-2]}>{fab.routes[f][-1]}" for f in flows}
     # CE arrivals accumulate downstream: on a marked link the controller sees its marks plus
@@ -336,7 +387,8 @@ def _counters_check(fab, base, records, marks_by_dev, flows, drops_by_dev=None):
     compared = sorted(d for d in marked if d not in last_hop)
     # nothing compared (the marks only at last hops) would make the check vacuous: it fails
     ok = bool(len(ces) >= 2 and compared and not mism and not stray)
-    return {"name": "counters", "ok": ok, "compared": compared, "marker_marks": marked, "queue_drops": dropped,
+    return {"name": "counters", "ok": ok, "compared": compared, "marker_marks": marked, "queue_drops": {d: n - rx_dropped.get(d, 0) for d, n in dropped.items() if n > rx_dropped.get(d, 0)},
+            "datapath_rx_drops": rx_dropped,
             "controller_ce_arrivals":
             {d: n for d, n in seen.items() if n}, "mismatched": mism, "off_path": stray,
             "detail": (f"controller saw {sum(seen.values())} CE arrivals on {sorted(d for d, n in seen.items() if n)}; "

@@ -32,3 +32,34 @@ def test_a_shortfall_fails_unless_the_queue_dropped_that_many():
     assert not check(290, 300)["ok"]
     r = check(290, 300, drops=8)
     assert r["ok"] and r["queue_drops"] == {"s1>s2": 8}
+
+
+SS_TEXT = """Netid State  Recv-Q Send-Q Local Address:Port      Peer Address:PortProcess
+p_raw UNCONN 0      0                  *:ils1-eth1             *     users:(("ovs-vswitchd",pid=9305,fd=40)) ino:1 sk:1
+\tver:0 cpy_thresh:0 flags( running auxdata ) skmem:(r0,rb212992,t0,tb8388608,f0,w0,o176,bl0,d0)
+p_raw UNCONN 0      0                  *:ils2-eth1             *     users:(("ovs-vswitchd",pid=9305,fd=44)) ino:2 sk:4
+\tver:0 cpy_thresh:0 flags( running auxdata ) skmem:(r0,rb212992,t0,tb8388608,f0,w0,o176,bl0,d7)
+p_raw UNCONN 0      0                  *:eth0             *     users:(("dhclient",pid=1,fd=4)) ino:3 sk:5
+\tver:0 cpy_thresh:0 flags( running ) skmem:(r0,rb212992,t0,tb8388608,f0,w0,o176,bl0,d3)
+p_raw UNCONN 0      0                [0]:*                     *     users:(("ovs-vswitchd",pid=9305,fd=54)) ino:4 sk:7
+\tver:0 cpy_thresh:0 flags( 0 ) skmem:(r0,rb212992,t0,tb8388608,f0,w0,o0,bl0,d0)
+"""
+
+
+def test_socket_drops_are_read_per_device_for_vswitchd_only():
+    from harness.netcheck import parse_socket_drops
+    assert parse_socket_drops(SS_TEXT) == {"ils1-eth1": 0, "ils2-eth1": 7}
+
+
+def test_a_shortfall_the_next_switchs_receive_socket_dropped_passes():
+    fab = fake_fabric()
+    topo, flows = fab.topo, [("h1", "h3"), ("h2", "h4")]
+    s2 = topo.dpid("s2")
+    key = {f: f"{topo.mac(f[0])}>{topo.mac(f[1])}" for f in flows}
+    base = [{"kind": "ce", "dpid": s2, "ce": {key[f]: 0 for f in flows}}]
+    end = [{"kind": "ce", "dpid": s2, "ce": {key[flows[0]]: 145, key[flows[1]]: 145}}]
+    egress = fab.port_dev("s1", topo.port("s1", "s2"))
+    arrival = fab.port_dev("s2", topo.port("s2", "s1"))
+    assert not _counters_check(fab, base, base + end, {egress: 300}, flows, None, {arrival: 3})["ok"]
+    r = _counters_check(fab, base, base + end, {egress: 300}, flows, None, {arrival: 8})
+    assert r["ok"] and r["datapath_rx_drops"] == {"s1>s2": 8} and r["queue_drops"] == {}
