@@ -185,6 +185,9 @@ def cmd_run(args):
     from harness.schedulers.plan import ScheduleError
     check_out(args.out, "dir")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
+    if spec.base == "ideal":
+        raise BadValue("scheduler", spec.scheduler, "not in the emulator: ideal runs every job alone, which only "
+                       "the simulator can do on a shared fabric; use interleave simulate", where=args.spec)
     if os.geteuid() != 0:
         raise EnvError("run builds a network and needs root", "run it with sudo")
     label = spec.scheduler + (f"-{spec.flow_scheduler}" if spec.has_programs else "")

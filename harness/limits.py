@@ -33,6 +33,7 @@ RANGES = {
     "topology.hosts_per_tor": (1, 64),
     "jobs[].workers": (1, 4096),
     "jobs[].iterations": (1, 10_000_000),
+    "jobs[].batch_size": (1, 1_000_000),
     "jobs[].arrival_s": (0, 30 * 86400),
     "jobs[].pipeline.micro_batches": (1, 1024),
     "jobs[].pipeline.layers": (1, 1024),

@@ -45,7 +45,7 @@ from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, mono, wait_ce_caug
 from topologies import by_name
 from topologies.base import with_background
 from workloads import timing
-from workloads.profiles import dilate
+from workloads.profiles import dilate, stretched
 
 REPO = Path(__file__).resolve().parent.parent
 START_LEAD_S = 3.0            # the run's reference instant t0 is this long after its start: the
@@ -119,7 +119,7 @@ def wall_entry(entry, plan, dil):
     """A segment entry's times on the wall clock (the one place plan times are dilated): start,
     shift, period, restart, and its group members' shifts."""
     sched = {j["name"]: j for j in plan["jobs"]}
-    period_ms = entry["iteration_ms"]
+    period_ms = entry.get("period_ms", entry["iteration_ms"])
     if "flow_scheduler" in plan and entry["name"] in plan["flow_scheduler"]["jobs"]:
         period_ms = plan["flow_scheduler"]["period_s"] * 1000       # a program job's step grid
     return {"start_s": dil.wall(entry["placed_at_s"]), "shift_ms": dil.wall(entry["time_shift_ms"]),
@@ -253,7 +253,7 @@ class Session:
         spec, plan, dil, hosts, tag = self.spec, self.plan, self.dil, entry["hosts"], entry["tag"]
         w = wall_entry(entry, plan, dil)
         job = dataclasses.replace(self.jobs[entry["name"]], iterations=entry["seg_iterations"])
-        prof = dilate(spec.profiles[job.model], dil.factor)
+        prof = dilate(stretched(spec.profiles[job.model], entry.get("period_ms", 0)), dil.factor)
         for h in hosts:
             self.ce0[(tag, h)] = ce_received(self.fab, h)
         period_s = w["period_s"] if job.is_program else prof.iteration_ms / 1000
@@ -392,7 +392,7 @@ def shift_errors_ms(name, j, plan, iters, started):
     wrapped into one period (workloads.timing.wrap). Otherwise it is the distance to the job's own
     plan grid."""
     sched = {x["name"]: x for x in plan["jobs"]}
-    it = j["iteration_ms"] / 1000
+    it = j.get("period_ms", j["iteration_ms"]) / 1000
     mine = iters[(iters.job == name) & (iters.worker == 0)].sort_values("comm_start")
     others = [m for m in j.get("group") or [] if m != name]
     if others:

@@ -16,8 +16,9 @@ spec's runs), and ``table.md`` / ``table.json``: per spec and scheduler the mean
 the ratios of each ``X+cassini`` over its base ``X`` and of every other scheduler over the first
 one listed. Ratios are of means over repeats. A scheduler ``S:F`` runs scheduler S with
 ``flow_scheduler: F`` (``fixed:echelon``; pipeline and tensor jobs), so flow schedulers compare
-too. A run entry may set ``background`` (load of every fabric link, simulator only) and ``label``
-(its directory and row name; default the spec's name).
+too. A run entry may set ``background`` (load of every fabric link, simulator only), ``label``
+(its directory and row name; default the spec's name) and ``set`` (top-level spec keys replacing
+the file's, e.g. ``{themis: {racks: fewest}}`` for an ablation; give such a run its own label).
 ``--simulate`` runs the set in harness.sim instead of the emulator (no root).
 Exit status 1 when ``--floors`` is given and a ratio falls below its floor.
 
@@ -36,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from harness import spec as spec_mod
+from harness import limits, spec as spec_mod
 from harness.progress import SetProgress, hms
 from harness.errors import UsageError
 
@@ -59,12 +60,16 @@ def load_set(path):
         sp = Path(r["spec"])
         if not sp.is_absolute():
             sp = path.parent / sp
-        specs = [spec_mod.load(sp, scheduler=s) for s in r["schedulers"]]   # validated before anything runs
+        over = r.get("set")
+        if over is not None and not isinstance(over, dict):
+            raise UsageError(f"{path}: key runs[{i}].set: value {limits.short(over)} is not a mapping of spec keys")
+        specs = [spec_mod.load(sp, scheduler=s, overrides=over) for s in r["schedulers"]]   # validated before anything runs
         bg = r.get("background")
         if bg is not None and not (isinstance(bg, (int, float)) and 0 <= bg < 1):
             raise UsageError(f"{path}: key runs[{i}].background: value {bg!r} is not a fraction in [0, 1)")
         runs.append({"spec_path": sp, "name": r.get("label", specs[0].name), "schedulers": list(r["schedulers"]),
-                     "seed": specs[0].seed, "repeats": int(r.get("repeats", repeats)), "background": bg})
+                     "seed": specs[0].seed, "repeats": int(r.get("repeats", repeats)), "background": bg,
+                     "set": over})
     names = {r["name"] for r in runs}
     floors = raw.get("floors") or []
     for i, f in enumerate(floors):
@@ -90,7 +95,7 @@ def execute(st, out, run, log, quiet=False):
             log(f"[{n}/{len(todo)}] {d}: done earlier, kept")
             continue
         log(f"[{n}/{len(todo)}] {r['name']} with {s}, repeat {k} (seed {r['seed'] + k}) -> {d} ({where.label(n)})")
-        spec = spec_mod.load(r["spec_path"], scheduler=s, seed=r["seed"] + k)
+        spec = spec_mod.load(r["spec_path"], scheduler=s, seed=r["seed"] + k, overrides=r.get("set"))
         if r.get("background") is not None:
             spec.background = float(r["background"])
         d.parent.mkdir(parents=True, exist_ok=True)

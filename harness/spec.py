@@ -14,15 +14,19 @@ from harness.errors import UsageError, require_number
 from harness.linkmodel import LinkError, LinkParams
 from topologies import BUILDERS, TopologyError, by_name
 from workloads import traces
-from workloads.profiles import ProfileError, builtins, from_dict
+from workloads.profiles import ProfileError, at_batch, builtins, from_dict
 
 TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "trace", "scheduler",
-            "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation", "netsens", "background"}
-JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms", "pipeline", "tensor"}
+            "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation", "netsens", "background",
+            "themis"}
+THEMIS_RACKS = ("fewest", "penalty")     # harness.schedulers.placement: best fit | the paper's rack penalty
+JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms", "pipeline", "tensor",
+            "batch_size"}
 FLOW_SCHEDULERS = ("fair", "coflow", "echelon")
 BASES = ("themis", "pollux", "random", "ideal", "fixed", "netsens", "consolidate")
 CASSINI_KEYS = {"discretization_deg": 5.0, "candidates": 10, "quantum_ms": 5.0, "max_perimeter_ms": 10000.0,
-                "aggregate": "mean", "exact_max_jobs": 3, "loops": "reject", "align_min_score": 0.9}
+                "aggregate": "mean", "exact_max_jobs": 3, "loops": "reject", "align_min_score": 0.9,
+                "common_period": 0.0}
 
 
 NAME_RULE = r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}"   # spec and job names: they become file names
@@ -81,6 +85,7 @@ class Spec:
     seed: int
     cassini: dict = field(default_factory=dict)
     netsens: dict = field(default_factory=dict)
+    themis: dict = field(default_factory=lambda: {"racks": "fewest"})
     background: float = 0.0
     time_dilation: float = 1.0
     flow_scheduler: str = "fair"
@@ -162,11 +167,14 @@ def read_yaml(path):
     return doc
 
 
-def load(path, scheduler=None, seed=None):
+def load(path, scheduler=None, seed=None, overrides=None):
     """Load and validate a spec file; ``scheduler`` and ``seed`` override the file's (and are validated too).
-    ``scheduler`` may name a flow scheduler too: ``fixed:echelon`` sets ``flow_scheduler: echelon``."""
+    ``scheduler`` may name a flow scheduler too: ``fixed:echelon`` sets ``flow_scheduler: echelon``.
+    ``overrides``: top-level keys replacing the file's (an experiment set's ``set``), validated alike."""
     where = str(path)
     raw = read_yaml(path)
+    if overrides and isinstance(raw, dict):
+        raw = {**raw, **overrides}
     if scheduler is not None:
         base, _, flow = scheduler.partition(":")
         try:
@@ -211,6 +219,7 @@ def from_mapping(raw, where="spec"):
     from harness.schedulers.netsens import validate as validate_netsens
     netsens = validate_netsens(where, raw.get("netsens"), SpecError)
     background = _background(where, raw)
+    themis = _themis(where, raw)
     if ("jobs" in raw) == ("trace" in raw):
         raise SpecError(where, "jobs/trace", None, "exactly one of jobs (explicit) or trace (generated)")
     if "trace" in raw:
@@ -223,7 +232,20 @@ def from_mapping(raw, where="spec"):
     _job_kinds(where, jobs, scheduler, fs, background)
     return Spec(name=name, topology=topo, link=link, reference_gbps=ref, profiles=profiles, jobs=jobs,
                 scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
-                netsens=netsens, background=background, flow_scheduler=fs, source=where, raw=raw)
+                netsens=netsens, themis=themis, background=background, flow_scheduler=fs, source=where, raw=raw)
+
+
+def _themis(where, raw):
+    """``themis: {racks: fewest | penalty}``: how themis (and ideal) place a job on the free GPUs."""
+    t = mapping(where, "themis", raw.get("themis"), "a mapping {racks}") or {}
+    for k in t:
+        if k != "racks":
+            raise SpecError(where, f"themis.{k}", t[k], "unknown key; allowed: racks")
+    racks = t.get("racks", "fewest")
+    if racks not in THEMIS_RACKS:
+        raise SpecError(where, "themis.racks", racks, "fewest (best fit into the fewest racks) | penalty (the "
+                        "paper's rack-level slowdown penalty only)")
+    return {"racks": racks}
 
 
 def _fabric(where, raw, ref):
@@ -281,6 +303,10 @@ def _cassini(where, raw):
     a = _float(where, "cassini.align_min_score", cassini["align_min_score"])
     if not 0 <= a <= 1:
         raise SpecError(where, "cassini.align_min_score", a, "a score in [0, 1]")
+    c = _float(where, "cassini.common_period", cassini["common_period"])
+    if not 0 <= c <= 1:
+        raise SpecError(where, "cassini.common_period", c, "a fraction in [0, 1]: how much a job's iteration may "
+                        "stretch to share the beat of the jobs on its links (0: never)")
     if cassini["loops"] not in ("reject", "joint"):
         raise SpecError(where, "cassini.loops", cassini["loops"], "reject (the paper) | joint")
     return cassini
@@ -367,6 +393,21 @@ def _trace_jobs(where, trace, profiles, n_hosts, seed):
     return traces.generate(trace, profiles, n_hosts, seed)
 
 
+def _at_batch(where, key, profiles, model, batch):
+    """A job's own per-GPU batch size: the model's profile at that batch (workloads.profiles.at_batch),
+    added to ``profiles`` as ``<model>@<batch>``; returns the name the job then uses."""
+    batch = _int(where, f"{key}.batch_size", batch)
+    prof = profiles[model]
+    if batch == prof.batch_size:
+        return model
+    if prof.parallelism != "data" or not prof.batch_size:
+        raise SpecError(where, f"{key}.batch_size", batch, f"only for data-parallel profiles with a batch size "
+                        f"({model} is {prof.parallelism})")
+    name = f"{model}@{batch}"
+    profiles.setdefault(name, at_batch(prof, batch))
+    return name
+
+
 def _jobs(where, jobs_raw, profiles, topo, scheduler):
     jobs, names, pinned_by = [], set(), {}
     hosts = set(topo.hosts)
@@ -385,6 +426,8 @@ def _jobs(where, jobs_raw, profiles, topo, scheduler):
         if not isinstance(model, str) or model not in profiles:
             raise SpecError(where, f"{key}.model", model, "a built-in model (" + ", ".join(sorted(builtins())) +
                             ") or one defined under profiles")
+        if j.get("batch_size") is not None:
+            model = _at_batch(where, key, profiles, model, j["batch_size"])
         workers = _int(where, f"{key}.workers", j.get("workers", 2))
         if workers > len(hosts):
             raise SpecError(where, f"{key}.workers", workers, f"at most the {len(hosts)} hosts of the topology")

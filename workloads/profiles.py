@@ -5,7 +5,7 @@ Naming rules: a profile's name is its file stem (``vgg16``); phase fields are ``
 ``pattern`` (one of PATTERNS). Provenance keys are field paths: ``iteration_ms``,
 ``phases[0].gbps``, ...; a built-in must carry one for every number.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -96,6 +96,37 @@ def dilate(profile, factor):
     return Profile(profile.name, profile.parallelism, profile.iteration_ms * factor, phases,
                    profile.reference_gbps, profile.batch_size, profile.workers, profile.model_mb,
                    profile.provenance, profile.source)
+
+
+BATCH_RULE = ("compute time proportional to the per-GPU batch size (first-order: a data-parallel "
+              "iteration's forward and backward passes scale with the samples per GPU; the all-reduce "
+              "carries the gradients, whose size does not depend on the batch) [I]")
+
+
+def at_batch(profile, batch_size):
+    """A data-parallel profile at another per-GPU batch size (BATCH_RULE): every compute gap (before,
+    between and after the communication phases) scaled by batch_size / profile.batch_size; the
+    phases keep their durations and rates."""
+    f = batch_size / profile.batch_size
+    phases, prev_end, t = [], 0.0, 0.0
+    for ph in sorted(profile.phases, key=lambda x: x.start_ms):
+        t += (ph.start_ms - prev_end) * f
+        phases.append(Phase(round(t, 3), ph.duration_ms, ph.gbps, ph.pattern))
+        t += ph.duration_ms
+        prev_end = ph.end_ms
+    iteration = t + (profile.iteration_ms - prev_end) * f
+    prov = {**profile.provenance, "batch_size": f"{batch_size}: the spec's; {profile.name}'s profile is at "
+            f"{profile.batch_size}", "iteration_ms": f"{round(iteration, 3)} ms: {BATCH_RULE}"}
+    return replace(profile, iteration_ms=round(iteration, 3), phases=tuple(phases), batch_size=batch_size,
+                   provenance=prov)
+
+
+def stretched(profile, period_ms):
+    """The profile run on a longer beat: the same phases, its iteration padded to ``period_ms``
+    (CASSINI's common period: the faster job of a group waits for the group's slot)."""
+    if period_ms <= profile.iteration_ms:
+        return profile
+    return replace(profile, iteration_ms=float(period_ms))
 
 
 def _num(where, key, value, allow_zero=False):

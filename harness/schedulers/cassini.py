@@ -11,6 +11,7 @@ mean (or min) of their link scores; a candidate without shared links scores 1.0.
 from dataclasses import dataclass, field
 
 from harness.schedulers import affinity, circles, traffic
+from workloads.profiles import stretched
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Evaluation:
     exact: bool = True
     groups: int = 0
     notes: list = field(default_factory=list)
+    periods: dict = field(default_factory=dict)   # job -> the period it runs on (common_periods)
 
 
 def quantised_period(it_ms, quantum_ms):
@@ -43,11 +45,48 @@ def link_demands(placement, profiles_of, routes):
     return out
 
 
-def evaluate(placement, profiles_of, routes, capacity, params, initial_shifts=None):
-    """Optimise shifts for one candidate placement (CASSINI Algorithm 2, inner loop)."""
+def common_periods(link_jobs, natural, kept, tolerance):
+    """The beat each job runs on: {job: period ms}. Jobs joined by shared links (``link_jobs``) form
+    components; in each, a job whose own iteration (``natural``) is within ``tolerance`` of the
+    component's longest is stretched to it, so that the jobs share one period and the shift that is
+    scored is the shift that is kept (the paper's unified circle assumes periods that repeat; two
+    periods 5 ms apart slide a whole iteration in 50). ``kept``: {job: period} of running jobs,
+    which cannot change theirs; a new job slower than a running one keeps its own."""
+    parent = {j: j for j in natural}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    for js in link_jobs.values():
+        for a, b in zip(js, js[1:]):
+            parent[find(a)] = find(b)
+    comps = {}
+    for j in natural:
+        comps.setdefault(find(j), []).append(j)
+    out = {j: kept.get(j, natural[j]) for j in natural}
+    for members in comps.values():
+        fixed = [kept[j] for j in members if j in kept]
+        target = max(fixed) if fixed else max(natural[j] for j in members)
+        for j in members:
+            if j not in kept and natural[j] <= target <= natural[j] * (1 + tolerance):
+                out[j] = target
+    return out
+
+
+def evaluate(placement, profiles_of, routes, capacity, params, initial_shifts=None, kept_periods=None):
+    """Optimise shifts for one candidate placement (CASSINI Algorithm 2, inner loop), with the jobs
+    on their common periods (``common_periods``; Evaluation.periods)."""
     demands = link_demands(placement, profiles_of, routes)
     shared = {l: d for l, d in demands.items() if len(d) > 1}
     link_jobs = {l: sorted(d) for l, d in shared.items()}
+    periods = common_periods(link_jobs, {j: profiles_of[j].iteration_ms for j in placement}, kept_periods or {},
+                             params.get("common_period", 0.0))
+    if any(periods[j] != profiles_of[j].iteration_ms for j in placement):
+        profiles_of = {j: stretched(profiles_of[j], periods[j]) for j in placement}
+        demands = link_demands(placement, profiles_of, routes)
+        shared = {l: d for l, d in demands.items() if len(d) > 1}
     groups = {}
     for l, js in sorted(link_jobs.items()):
         groups.setdefault(tuple(js), []).append(l)
@@ -86,7 +125,7 @@ def evaluate(placement, profiles_of, routes, capacity, params, initial_shifts=No
     if broken:
         notes.append(f"loop through {', '.join(sorted(broken)[:4])}: relative shifts cannot all hold")
     return Evaluation(placement, score, link_scores, link_jobs, shifts, loop_free, consistent, consistent,
-                      approx, exact, len(groups), notes)
+                      approx, exact, len(groups), notes, periods)
 
 
 def _joint(g, broken, shared, profiles_of, period, capacity, params, shifts, link_scores, notes):
@@ -133,9 +172,9 @@ def score_placement(placement, profiles_of, routes, capacity, params, shifts, wi
     return (out, jobs) if with_jobs else out
 
 
-def choose(cands, profiles_of, routes, capacity, params, initial_shifts=None):
+def choose(cands, profiles_of, routes, capacity, params, initial_shifts=None, kept_periods=None):
     """Best accepted candidate (highest score, then lowest index); None if all have loops."""
-    evals = [evaluate(c, profiles_of, routes, capacity, params, initial_shifts) for c in cands]
+    evals = [evaluate(c, profiles_of, routes, capacity, params, initial_shifts, kept_periods) for c in cands]
     ok = [(i, e) for i, e in enumerate(evals) if e.accepted]
     if not ok:
         return None, evals

@@ -12,7 +12,8 @@ aggregation switches. Pinned hosts from a spec are always respected.
           communication fraction) and a statistical-efficiency penalty past its requested count
           (at most 2x). Not kept: batch-size/learning-rate co-adaptation, migration cost.
   random  hosts drawn uniformly (the paper's "highest network overhead" baseline).
-  ideal   themis's placement; each job is meant to run alone (the yardstick).
+  ideal   themis's placement, each job as if alone on the fabric (the yardstick: the simulator
+          gives every job its contention-free iteration time; the emulator cannot isolate jobs).
   fixed   the spec's pinned hosts and time_shift_ms; no decisions.
 
 Candidates (CASSINI §4.2 step 1): the base allocation is kept (same worker counts, same number of
@@ -62,6 +63,32 @@ def _pack(job_workers, free, rack_of, rack_order, rng=None):
     return placement
 
 
+def _rack_penalty(job_workers, free, rack_of, rack_order, rng=None):
+    """Themis's network awareness as the paper states it: a slowdown penalty for a job whose workers
+    are not under one rack, nothing finer. A job that fits in one rack gets one (the first with
+    room in ``rack_order``); one that does not takes free GPUs wherever they are (in host order, or
+    drawn at random with ``rng``): the penalty is the same however many racks it spans, so nothing
+    keeps it to few racks and placements fragment as jobs come and go."""
+    free_by_rack = {}
+    for h in free:
+        free_by_rack.setdefault(rack_of[h], []).append(h)
+    placement = {}
+    for name, n in job_workers:
+        fit = [r for r in rack_order if len(free_by_rack.get(r, [])) >= n]
+        if fit:
+            pool = free_by_rack[fit[0]]
+        else:
+            pool = sorted((h for r in rack_order for h in free_by_rack.get(r, [])), key=lambda h: int(h[1:]))
+        take = pool if rng is None else [str(h) for h in rng.permutation(pool)]
+        chosen = take[:n]
+        if len(chosen) < n:
+            raise PlacementError(f"job {name} needs {n} hosts, only {len(chosen)} free")
+        for h in chosen:
+            free_by_rack[rack_of[h]].remove(h)
+        placement[name] = sorted(chosen, key=lambda h: int(h[1:]))
+    return placement
+
+
 def pollux_workers(jobs, profiles, n_free):
     """Goodput-driven worker counts: {job: N}."""
     alloc = {j.name: 1 for j in jobs}
@@ -88,8 +115,9 @@ def pollux_workers(jobs, profiles, n_free):
     return alloc
 
 
-def candidates(policy, jobs, topo, profiles, free, fixed=None, n=10, seed=1):
-    """Up to ``n`` placements {job: [hosts]} for ``jobs`` on ``free`` hosts; ``fixed`` jobs kept."""
+def candidates(policy, jobs, topo, profiles, free, fixed=None, n=10, seed=1, rack_rule="fewest"):
+    """Up to ``n`` placements {job: [hosts]} for ``jobs`` on ``free`` hosts; ``fixed`` jobs kept.
+    ``rack_rule`` (themis, ideal): ``fewest`` racks (best fit) or the paper's rack ``penalty`` only."""
     fixed = dict(fixed or {})
     rack_of = {h: topo.edge_of(h) for h in topo.hosts}
     rack_order = list(racks(topo))
@@ -106,7 +134,17 @@ def candidates(policy, jobs, topo, profiles, free, fixed=None, n=10, seed=1):
     rng = np.random.default_rng(seed)
     order = [(j.name, counts[j.name]) for j in todo]
     out = []
-    if policy in ("themis", "pollux", "ideal"):
+    if policy in ("themis", "ideal") and rack_rule == "penalty":
+        base = _rack_penalty(order, free, rack_of, rack_order)
+        out.append(base)
+        single = {name: len({rack_of[h] for h in hs}) == 1 for name, hs in base.items()}
+        for _ in range(20 * n):
+            if len(out) >= n:
+                break
+            cand = _rack_penalty(order, free, rack_of, [str(r) for r in rng.permutation(rack_order)], rng)
+            if all((len({rack_of[h] for h in cand[name]}) == 1) == single[name] for name in cand) and cand not in out:
+                out.append(cand)
+    elif policy in ("themis", "pollux", "ideal"):
         base = _pack(order, free, rack_of, rack_order)
         out.append(base)
         racks_used = {name: len({rack_of[h] for h in hs}) for name, hs in base.items()}

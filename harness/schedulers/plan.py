@@ -5,7 +5,9 @@ enough hosts are free (later jobs may go first if an earlier one does not fit). 
 the base policy's candidates are scored, the best accepted one is taken, and Algorithm 1 gives
 shifts to every job sharing links with others (a running job keeps its shift as the reference of
 its component; others in that component may be re-phased, as CASSINI does at epoch boundaries).
-Without CASSINI, shifts are 0 (or the spec's time_shift_ms with ``fixed``).
+Without CASSINI, shifts are 0 (or the spec's time_shift_ms with ``fixed``). ``period_ms``: the beat
+a job runs on, its profile's iteration time or, with CASSINI, the common period of the jobs on its
+links (harness.schedulers.cassini.common_periods); ``iteration_ms`` stays the profile's.
 
 Finish times are estimated as placement + iterations x profile iteration time (the job alone): the
 emulator measures the real ones. Shifts are relative to the run's common reference instant T0:
@@ -115,11 +117,12 @@ def schedule_epochs(spec, routes):
         placed, epoch = policy.place(t, placeable, {n: r["hosts"] for n, r in running.items()})
         shifts = policy.shifts
         for j in placeable:
-            prof = profiles_of[j.name]
+            prof, period = profiles_of[j.name], policy.period(j.name)
             running[j.name] = {"hosts": placed[j.name], "placed": t,
-                               "finish": t + j.iterations * prof.iteration_ms / 1000.0}
+                               "finish": t + j.iterations * period / 1000.0}
             jobs_out[j.name] = {"name": j.name, "model": j.model, "hosts": placed[j.name],
                                 "time_shift_ms": round(shifts[j.name], 3), "iteration_ms": prof.iteration_ms,
+                                "period_ms": period,
                                 "iterations": j.iterations, "arrival_s": j.arrival_s, "placed_at_s": round(t, 3),
                                 "finish_est_s": round(running[j.name]["finish"], 3), "alone": spec.base == "ideal"}
             waiting.remove(j)

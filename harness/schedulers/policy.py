@@ -67,7 +67,8 @@ def aligns(base, uses_cassini):
 
 
 def same_period_group(name, grp, iteration_ms):
-    """The members of ``grp[name]`` with ``name``'s iteration time, sorted."""
+    """The members of ``grp[name]`` with ``name``'s period (``iteration_ms``: {job: the period it
+    runs on}), sorted."""
     return sorted(m for m in grp.get(name, {name}) if iteration_ms[m] == iteration_ms[name])
 
 
@@ -75,7 +76,7 @@ def job_timing(plan, base, uses_cassini, min_score):
     """Each planned job's timing for schedule.json: {job: {"alignment", "group"}} (``group``: the
     sorted members it aligns with, or None), from the links its epochs recorded."""
     grp = groups(plan, min_score) if aligns(base, uses_cassini) else {}
-    it = {j["name"]: j["iteration_ms"] for j in plan["jobs"]}
+    it = {j["name"]: j.get("period_ms", j["iteration_ms"]) for j in plan["jobs"]}
     out = {}
     for name in it:
         members = same_period_group(name, grp, it)
@@ -106,7 +107,7 @@ class EpochPolicy:
         self.profiles_of = {j.name: spec.profiles[j.model] for j in spec.jobs}
         self.params, self.capacity = spec.cassini, spec.reference_gbps
         self.base, self.use_cassini = spec.base, spec.uses_cassini
-        self.shifts, self.epoch_no = {}, 0
+        self.shifts, self.periods, self.epoch_no = {}, {}, 0     # job -> shift; job -> the period it runs on
         self.record_links = True     # scores of shared links in the record even without CASSINI
 
     def place(self, t, placeable, running):
@@ -118,14 +119,16 @@ class EpochPolicy:
         n_cand = params["candidates"] if self.use_cassini else 1
         try:
             cands = placement_mod.candidates(base, placeable, self.topo, self.spec.profiles, free, fixed=running,
-                                             n=n_cand, seed=self.spec.seed + self.epoch_no)
+                                             n=n_cand, seed=self.spec.seed + self.epoch_no,
+                                             rack_rule=self.spec.themis["racks"])
         except placement_mod.PlacementError as exc:
             raise ScheduleError(str(exc))
         prof_now = {n: self.profiles_of[n] for n in cands[0]}
         epoch = {"t_s": round(t, 3), "placed": [j.name for j in placeable], "candidates_considered": len(cands)}
         if self.use_cassini:
             initial = {n: self.shifts[n] for n in running}
-            idx, evals = cassini.choose(cands, prof_now, self.routes, self.capacity, params, initial)
+            kept = {n: self.period(n) for n in running}
+            idx, evals = cassini.choose(cands, prof_now, self.routes, self.capacity, params, initial, kept)
             epoch["candidates_rejected_loops"] = sum(1 for e in evals if not e.accepted)
             if idx is None:
                 chosen, new_shifts = cands[0], {**{n: 0.0 for n in cands[0]}, **initial}
@@ -137,6 +140,7 @@ class EpochPolicy:
             else:
                 ev = evals[idx]
                 chosen, new_shifts, link_scores, link_jobs = ev.placement, ev.shifts, ev.link_scores, ev.link_jobs
+                self.periods.update({n: ev.periods[n] for n in chosen if n not in running})
                 epoch.update(chosen_candidate=idx, affinity_graph={"loop_free": ev.loop_free, "consistent": ev.consistent},
                              approximate=ev.approximate, exact_search=ev.exact,
                              candidate_scores=[round(e.score, 4) if e.accepted else None for e in evals])
@@ -159,13 +163,18 @@ class EpochPolicy:
         if changed:
             epoch["reshifted"] = {n: round(s, 3) for n, s in changed.items()}
         for n, s in new_shifts.items():
-            self.shifts[n] = wrap(s, self.profiles_of[n].iteration_ms)
+            self.shifts[n] = wrap(s, self.period(n))
         epoch["shifts"] = {n: round(self.shifts[n], 3) for n in sorted(chosen)}
         self.epoch_no += 1
         return {j.name: chosen[j.name] for j in placeable}, epoch
 
+    def period(self, name):
+        """The period ``name`` runs on: its profile's iteration, or CASSINI's common period."""
+        return self.periods.get(name, self.profiles_of[name].iteration_ms)
+
     def forget(self, name):
         self.shifts.pop(name, None)
+        self.periods.pop(name, None)
 
 
 
@@ -188,6 +197,9 @@ class BasePolicy:
 
     def shift(self, name):
         return self.ep.shifts.get(name, 0.0)
+
+    def period(self, name):
+        return self.ep.period(name)
 
     def forget(self, name):
         self.ep.forget(name)

@@ -27,6 +27,7 @@ from harness.schedulers.policy import BasePolicy, aligns, alignment, groups, sam
 from harness.sim import calibration
 from harness.schedulers.traffic import link_loads
 from harness.sim.fluid import SimJob, attach_links, simulate
+from workloads.profiles import stretched
 
 
 @dataclass
@@ -85,14 +86,19 @@ class Simulator:
         self.horizon = horizon_iterations
         self.cache, self._links_cache, self._squeeze_cache = {}, {}, {}
         self.fluid_runs = 0
-        self.alignment = {}            # job -> its alignment when it last ran (workloads.timing)
+        self.alignment = {}            # job -> its alignment when placed (workloads.timing), as the plan has it
         self.align_min = spec.cassini.get("align_min_score", 0.9)
         # checkpoint restore of a preempted job: the spec's (validated with netsens's defaults)
         self.restart_s = float(spec.netsens.get("restart_s", NETSENS_DEFAULTS["restart_s"]))
 
     # ---- the iteration-time model -------------------------------------------------------------
+    def _period(self, r):
+        """The period a running job's agent keeps: its profile's, or CASSINI's common period."""
+        period = getattr(self.policy, "period", None)
+        return period(r.job.name) if period else self.spec.profiles[r.job.model].iteration_ms
+
     def _simjob(self, r, group, mode):
-        j = SimJob(r.job.name, self.spec.profiles[r.job.model], list(r.hosts),
+        j = SimJob(r.job.name, stretched(self.spec.profiles[r.job.model], self._period(r)), list(r.hosts),
                    self.policy.shift(r.job.name), group, alignment=mode)
         return attach_links(j, self.routes)
 
@@ -133,26 +139,27 @@ class Simulator:
                 parent[find(a)] = find(b)
         comps = {}
         for n in running:
-            comps.setdefault(find(n), []).append(n)
+            comps.setdefault(n if self.spec.base == "ideal" else find(n), []).append(n)
         live = [{**l, "jobs": [n for n in l["jobs"] if n in running]} for l in epoch_links]
         base, cassini = self.spec.base, self.spec.uses_cassini
         grp = groups({"jobs": [{"name": n} for n in running], "epochs": [{"links": live}]}, self.align_min) \
             if aligns(base, cassini) else {}
-        period = {n: self.spec.profiles[r.job.model].iteration_ms for n, r in running.items()}
+        period = {n: self._period(r) for n, r in running.items()}
         same = {n: same_period_group(n, grp, period) for n in running}
         mode = {n: alignment(base, cassini, same[n]) for n in running}
         gid = {n: same[n][0] if mode[n] == "group" else None for n in running}
-        self.alignment.update(mode)
+        for n, m in mode.items():
+            self.alignment.setdefault(n, m)
         for members in comps.values():
             shared = len(members) > 1
             squeezed = any(self._squeezed(running[n], links_of[n]) for n in members)
             if not shared and not squeezed:
                 r = running[members[0]]
-                r.it_ms = self.spec.profiles[r.job.model].iteration_ms
+                r.it_ms = period[members[0]]
                 r.comm_ms = self.spec.profiles[r.job.model].comm_span_ms
                 r.marks_per_it, r.re_per_it, r.samples = 0.0, 0.0, None
                 continue
-            key = tuple(sorted((n, tuple(running[n].hosts), round(self._shift(n), 3), gid[n], mode[n])
+            key = tuple(sorted((n, tuple(running[n].hosts), round(self._shift(n), 3), gid[n], mode[n], period[n])
                                for n in members))
             out = self.cache.get(key)
             if out is None:
