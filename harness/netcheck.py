@@ -175,8 +175,11 @@ def forwarding_threads(user_datapath=True):
 
 
 def backlog_step(backlog, wait, dt, drain):
-    """The stall backlog (s) after a sample of ``dt`` s in which a thread waited ``wait`` s."""
-    return max(0.0, backlog + wait - drain * (dt - wait))
+    """The stall backlog (s) after a sample of ``dt`` s in which a thread waited ``wait`` s in all.
+    Where in the sample the wait fell is not known: it is taken at the end (the queue first drains
+    for the running time, then the wait adds), the largest backlog those readings allow; a
+    watcher that is itself held up (dt > WAIT_SAMPLE_S) so cannot hide a stall."""
+    return max(0.0, backlog - drain * (dt - wait)) + wait
 
 
 def stall_watcher(paths, drain=1.0):
@@ -189,7 +192,7 @@ def stall_watcher(paths, drain=1.0):
     than they drain add up."""
     import threading
     import time
-    largest, stop = {name: 0.0 for name in paths}, threading.Event()
+    largest, stop, longest_dt = {name: 0.0 for name in paths}, threading.Event(), [0.0]
 
     def read():
         waits = {}
@@ -208,6 +211,7 @@ def stall_watcher(paths, drain=1.0):
                 wait = min(now[name] - last.get(name, now[name]), t1 - t0)
                 backlog[name] = backlog_step(backlog[name], wait, t1 - t0, drain)
                 largest[name] = max(largest[name], backlog[name])
+            longest_dt[0] = max(longest_dt[0], t1 - t0)
             last, t0 = {**last, **now}, t1
     t = threading.Thread(target=loop, daemon=True)
     t.start()
@@ -215,7 +219,7 @@ def stall_watcher(paths, drain=1.0):
     def done():
         stop.set()
         t.join()
-        return dict(largest)
+        return dict(largest), longest_dt[0]
     return done
 
 
@@ -321,9 +325,10 @@ def check_ecn_idle(fab, flow, seconds):
     that packets arrived in a burst the sender did not send: the datapath stalled and released a
     backlog: packets arrive at the pacing rate, so a stall of T releases pace x T bytes at once, and
     a mark needs T > K / pace (29 ms at 50 Mbit/s); stalls closer together than the queue drains
-    add up. The evidence read: the largest backlog that the forwarding threads' waits for a CPU
-    build during the check (``forwarding_threads``, ``stall_watcher``; where none can be read, any
-    STALL_WINDOW_S window under the fidelity guard's IDLE_MIN CPU idle). A backlog of at least K / pace is such a
+    add up. The evidence read: the largest backlog that each forwarding thread's waits for a CPU
+    build during the check, summed over the threads a packet crosses in series (``forwarding_threads``,
+    ``stall_watcher``; where none can be read, any STALL_WINDOW_S window under the fidelity guard's
+    IDLE_MIN CPU idle). A backlog of at least K / pace is such a
     stall: reported as the emulator not keeping up (the marking is not judged). Without one, marks
     fail the check."""
     from harness.fidelity import IDLE_MIN
@@ -338,9 +343,10 @@ def check_ecn_idle(fab, flow, seconds):
     idle_of = cpu_sampler(STALL_WINDOW_S)
     waits = stall_watcher(threads, drain=(params.rate_bps - pace) / pace)
     rate = iperf(fab, [flow], seconds, rate_bps=pace)[0]
-    idle, backlogs = idle_of(), waits()
-    worst = max(backlogs, key=backlogs.get) if backlogs else None
-    waited = backlogs[worst] if worst else None
+    idle, (backlogs, sample_max) = idle_of(), waits()
+    # a packet crosses the threads in series (softirq, vswitchd, softirq): their stalls add up
+    waited = sum(backlogs.values()) if backlogs else None
+    worst = " + ".join(f"{n} {b * 1000:.0f} ms" for n, b in sorted(backlogs.items(), key=lambda x: -x[1]) if b >= 0.0005)
     m1, ce1 = _marks(fab), ce_received(fab, dst)
     marked = {d: m1[d] - m0.get(d, 0) for d in m1 if m1[d] - m0.get(d, 0)}
     n = sum(marked.values())
@@ -353,20 +359,21 @@ def check_ecn_idle(fab, flow, seconds):
            "k_bytes": params.ecn_k_bytes, "allowed_marks": allowed,
            "cpu_idle_min": round(min(idle), 3) if idle else None, "cpu_busy_windows": busy,
            "stall_backlog_ms": {n: round(b * 1000, 1) for n, b in sorted(backlogs.items())},
+           "stall_sample_max_ms": round(sample_max * 1000, 1),
            "stall_to_mark_ms": round(stall_s * 1000, 1),
            "emulator_kept_up": kept_up,
            "detail": f"{n} marks, {ce1 - ce0} CE packets with the link half loaded (allowed {allowed}: "
                      f"a paced burst of {int(burst)} B < K = {params.ecn_k_bytes} B)"}
     if not clean and not kept_up:
-        why = (f"{worst}'s waits for a CPU built a {waited * 1000:.0f} ms backlog (a mark needs "
-               f"{stall_s * 1000:.0f} ms)"
+        why = (f"the forwarding threads' waits for a CPU built a {waited * 1000:.0f} ms backlog ({worst}; a mark "
+               f"needs {stall_s * 1000:.0f} ms)"
                if waited is not None else f"{busy} of {len(idle)} windows of {STALL_WINDOW_S * 1000:.0f} ms under "
                f"{IDLE_MIN:.0%} CPU idle")
         out["detail"] += (f"; the emulator could not keep up: {why}, so the marks come from a stalled "
                           "datapath's backlog: marking not judged")
     elif not clean:
         out["detail"] += (f"; not a stall: the forwarding threads' waits for a CPU built at most a "
-                          f"{waited * 1000:.0f} ms backlog ({worst})"
+                          f"{waited * 1000:.0f} ms backlog ({worst or 'none'})"
                           if waited is not None else "; not a stall: the CPU was never saturated")
     return out
 
