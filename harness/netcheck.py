@@ -153,38 +153,73 @@ def vswitchd_schedstat():
     return None
 
 
-def stall_watcher(path, drain=1.0):
-    """Start reading the run-queue wait (schedstat's second field: ns runnable but not running,
-    added when the thread gets a CPU back) every WAIT_SAMPLE_S; the returned function stops and
-    gives the largest stall backlog in seconds, or None. Backlog: the packets that arrive while the
-    forwarding thread waits reach the next queue at once; that queue drains ``drain`` seconds of
-    arrivals per second the thread is not waiting (1 for a link loaded to half its rate), so the
-    backlog b after a sample with wait w over dt is max(0, b + w - drain x (dt - w)). One wait alone
-    gives b = w; waits closer together than they drain add up."""
+def forwarding_threads(user_datapath=True):
+    """{name: schedstat path} of the threads that move an emulated packet: ovs-vswitchd's main
+    thread (userspace datapath) and each CPU's ksoftirqd (softirqs deferred under load: the veth
+    receive backlog and HTB's dequeue run there)."""
+    out = {}
+    path = vswitchd_schedstat() if user_datapath else None
+    if path is not None:
+        out["ovs-vswitchd"] = path
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            comm = (proc / "comm").read_text().strip()
+            if comm.startswith("ksoftirqd/"):
+                (proc / "schedstat").read_text()
+                out[comm] = proc / "schedstat"
+        except OSError:
+            continue
+    return out
+
+
+def backlog_step(backlog, wait, dt, drain):
+    """The stall backlog (s) after a sample of ``dt`` s in which a thread waited ``wait`` s in all.
+    Where in the sample the wait fell is not known: it is taken at the end (the queue first drains
+    for the running time, then the wait adds), the largest backlog those readings allow; a
+    watcher that is itself held up (dt > WAIT_SAMPLE_S) so cannot hide a stall."""
+    return max(0.0, backlog - drain * (dt - wait)) + wait
+
+
+def stall_watcher(paths, drain=1.0):
+    """Start reading each thread's run-queue wait (schedstat's second field: ns runnable but not
+    running, added when the thread gets a CPU back) every WAIT_SAMPLE_S; the returned function
+    stops and gives {thread: largest stall backlog in seconds} ({} without threads). Backlog: the
+    packets that arrive while a forwarding thread waits reach the next queue at once; that queue
+    drains ``drain`` seconds of arrivals per second the thread is not waiting (1 for a link loaded
+    to half its rate): ``backlog_step``. One wait alone gives its own length; waits closer together
+    than they drain add up."""
     import threading
     import time
-    if path is None:
-        return lambda: None
-    largest, stop = [0.0], threading.Event()
+    largest, stop, longest_dt = {name: 0.0 for name in paths}, threading.Event(), [0.0]
 
     def read():
-        return int(path.read_text().split()[1]) / 1e9, time.monotonic()
+        waits = {}
+        for name, path in paths.items():
+            try:
+                waits[name] = int(path.read_text().split()[1]) / 1e9
+            except (OSError, ValueError, IndexError):
+                pass                                # the thread is gone: its last value stays
+        return waits, time.monotonic()
 
     def loop():
-        (last, t0), backlog = read(), 0.0
+        (last, t0), backlog = read(), dict.fromkeys(paths, 0.0)
         while not stop.wait(WAIT_SAMPLE_S):
             now, t1 = read()
-            wait = min(now - last, t1 - t0)
-            backlog = max(0.0, backlog + wait - drain * (t1 - t0 - wait))
-            largest[0] = max(largest[0], backlog)
-            last, t0 = now, t1
+            for name in now:
+                wait = min(now[name] - last.get(name, now[name]), t1 - t0)
+                backlog[name] = backlog_step(backlog[name], wait, t1 - t0, drain)
+                largest[name] = max(largest[name], backlog[name])
+            longest_dt[0] = max(longest_dt[0], t1 - t0)
+            last, t0 = {**last, **now}, t1
     t = threading.Thread(target=loop, daemon=True)
     t.start()
 
     def done():
         stop.set()
         t.join()
-        return largest[0]
+        return dict(largest), longest_dt[0]
     return done
 
 
@@ -290,9 +325,10 @@ def check_ecn_idle(fab, flow, seconds):
     that packets arrived in a burst the sender did not send: the datapath stalled and released a
     backlog: packets arrive at the pacing rate, so a stall of T releases pace x T bytes at once, and
     a mark needs T > K / pace (29 ms at 50 Mbit/s); stalls closer together than the queue drains
-    add up. The evidence read: the largest backlog that ovs-vswitchd's forwarding thread's waits for
-    a CPU build during the check (``stall_watcher``; where they cannot be read, any STALL_WINDOW_S
-    window under the fidelity guard's IDLE_MIN CPU idle). A backlog of at least K / pace is such a
+    add up. The evidence read: the largest backlog that each forwarding thread's waits for a CPU
+    build during the check, summed over the threads a packet crosses in series (``forwarding_threads``,
+    ``stall_watcher``; where none can be read, any STALL_WINDOW_S window under the fidelity guard's
+    IDLE_MIN CPU idle). A backlog of at least K / pace is such a
     stall: reported as the emulator not keeping up (the marking is not judged). Without one, marks
     fail the check."""
     from harness.fidelity import IDLE_MIN
@@ -303,11 +339,14 @@ def check_ecn_idle(fab, flow, seconds):
     allowed = 0 if burst < params.ecn_k_bytes else None          # None: K below one burst, not judged
     stall_s = params.ecn_k_bytes * 8 / pace                        # the shortest stall that can mark
     m0, ce0 = _marks(fab), ce_received(fab, dst)
-    user = getattr(fab, "datapath", "user") == "user"      # the kernel datapath forwards in softirqs
+    threads = forwarding_threads(getattr(fab, "datapath", "user") == "user")
     idle_of = cpu_sampler(STALL_WINDOW_S)
-    waits = stall_watcher(vswitchd_schedstat() if user else None, drain=(params.rate_bps - pace) / pace)
+    waits = stall_watcher(threads, drain=(params.rate_bps - pace) / pace)
     rate = iperf(fab, [flow], seconds, rate_bps=pace)[0]
-    idle, waited = idle_of(), waits()
+    idle, (backlogs, sample_max) = idle_of(), waits()
+    # a packet crosses the threads in series (softirq, vswitchd, softirq): their stalls add up
+    waited = sum(backlogs.values()) if backlogs else None
+    worst = " + ".join(f"{n} {b * 1000:.0f} ms" for n, b in sorted(backlogs.items(), key=lambda x: -x[1]) if b >= 0.0005)
     m1, ce1 = _marks(fab), ce_received(fab, dst)
     marked = {d: m1[d] - m0.get(d, 0) for d in m1 if m1[d] - m0.get(d, 0)}
     n = sum(marked.values())
@@ -319,21 +358,22 @@ def check_ecn_idle(fab, flow, seconds):
            "marker_marks": marked, "receiver_ce": ce1 - ce0, "burst_bytes": int(burst),
            "k_bytes": params.ecn_k_bytes, "allowed_marks": allowed,
            "cpu_idle_min": round(min(idle), 3) if idle else None, "cpu_busy_windows": busy,
-           "vswitchd_stall_backlog_ms": None if waited is None else round(waited * 1000, 1),
+           "stall_backlog_ms": {n: round(b * 1000, 1) for n, b in sorted(backlogs.items())},
+           "stall_sample_max_ms": round(sample_max * 1000, 1),
            "stall_to_mark_ms": round(stall_s * 1000, 1),
            "emulator_kept_up": kept_up,
            "detail": f"{n} marks, {ce1 - ce0} CE packets with the link half loaded (allowed {allowed}: "
                      f"a paced burst of {int(burst)} B < K = {params.ecn_k_bytes} B)"}
     if not clean and not kept_up:
-        why = (f"ovs-vswitchd's waits for a CPU built a {waited * 1000:.0f} ms backlog (a mark needs "
-               f"{stall_s * 1000:.0f} ms)"
+        why = (f"the forwarding threads' waits for a CPU built a {waited * 1000:.0f} ms backlog ({worst}; a mark "
+               f"needs {stall_s * 1000:.0f} ms)"
                if waited is not None else f"{busy} of {len(idle)} windows of {STALL_WINDOW_S * 1000:.0f} ms under "
                f"{IDLE_MIN:.0%} CPU idle")
         out["detail"] += (f"; the emulator could not keep up: {why}, so the marks come from a stalled "
                           "datapath's backlog: marking not judged")
     elif not clean:
-        out["detail"] += (f"; not a stall: ovs-vswitchd's waits for a CPU built at most a {waited * 1000:.0f} ms "
-                          "backlog"
+        out["detail"] += (f"; not a stall: the forwarding threads' waits for a CPU built at most a "
+                          f"{waited * 1000:.0f} ms backlog ({worst or 'none'})"
                           if waited is not None else "; not a stall: the CPU was never saturated")
     return out
 

@@ -43,6 +43,29 @@ l = RunLock({str(state)!r}); l.acquire(); print('held', flush=True); time.sleep(
     lock.release()
 
 
+def test_a_run_waits_for_a_doctor_probe_instead_of_failing(state):
+    """``doctor`` holds the run lock while it probes (a second or two): a run that starts then waits
+    for it; a doctor that never lets go is reported after PROBE_WAIT_S like any holder."""
+    from harness import lifecycle
+    holder = subprocess.Popen([sys.executable, "-c", f"""
+import sys, time; sys.path.insert(0, {str(os.getcwd())!r})
+from harness.lifecycle import probe_lock
+with probe_lock({str(state)!r}) as p:
+    assert not p.busy
+    print('probing', flush=True); time.sleep(0.8)
+"""], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "probing"
+        t = time.monotonic()
+        lock = RunLock(state)
+        lock.acquire()
+        assert 0.2 < time.monotonic() - t < lifecycle.PROBE_WAIT_S
+        lock.release()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_stale_ledger_processes_are_stopped_only_if_same_process(state):
     state.mkdir()
     victim = subprocess.Popen(["sleep", "60"])

@@ -63,3 +63,15 @@ def test_a_shortfall_the_next_switchs_receive_socket_dropped_passes():
     assert not _counters_check(fab, base, base + end, {egress: 300}, flows, None, {arrival: 3})["ok"]
     r = _counters_check(fab, base, base + end, {egress: 300}, flows, None, {arrival: 8})
     assert r["ok"] and r["datapath_rx_drops"] == {"s1>s2": 8} and r["queue_drops"] == {}
+
+
+def test_stall_backlog_adds_waits_closer_together_than_they_drain():
+    from harness.netcheck import backlog_step
+    b = backlog_step(0.0, 0.019, 0.020, 1.0)              # a 19 ms wait in a 20 ms sample: 19 ms
+    assert abs(b - 0.019) < 1e-9
+    b = backlog_step(b, 0.0, 0.005, 1.0)                  # 5 ms running drains 5 ms at half load
+    assert abs(b - 0.014) < 1e-9
+    b = backlog_step(b, 0.019, 0.020, 1.0)                # the next wait lands on the rest: 32 ms
+    assert abs(b - 0.032) < 1e-9 and b > 0.0288          # more than K / pace: a mark is possible
+    assert backlog_step(0.010, 0.0, 0.050, 1.0) == 0.0    # never below empty
+    assert abs(backlog_step(0.0, 0.030, 0.080, 1.0) - 0.030) < 1e-9   # a late sample hides no wait
