@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PYTHONWARNINGS := ignore
 
-.PHONY: setup demo test unit emulation bench clean reproduce nightly simulate-eval echelon
+.PHONY: setup demo test unit emulation bench clean reproduce nightly simulate-eval echelon cassini-sim cassini-leafspine
 setup:
 	@bash scripts/setup.sh
 
@@ -27,6 +27,13 @@ nightly: setup
 # network-sensitive scheduling at scale, in the simulator (no root)
 simulate-eval:
 	$(PY) -m harness.cli reproduce experiments/sets/netsens-sim.yaml --simulate --out results/netsens-sim
+
+# CASSINI's evaluation on the paper's testbed (leafspine): screened in the simulator, then emulated
+cassini-sim:
+	$(PY) -m harness.cli reproduce experiments/sets/cassini-sim.yaml --simulate --out results/cassini-sim --quiet
+
+cassini-leafspine: setup
+	$(PY) -m harness.cli reproduce experiments/sets/cassini-leafspine.yaml --out results/cassini-leafspine --quiet
 
 # EchelonFlow: fair / coflow / echelon (and with searched shifts) for pipeline and tensor-parallel
 # jobs, in emulation and in the flow model that plans the pacing (experiments/sets/echelon.yaml)

@@ -14,11 +14,12 @@ from harness.errors import UsageError, require_number
 from harness.linkmodel import LinkError, LinkParams
 from topologies import BUILDERS, TopologyError, by_name
 from workloads import traces
-from workloads.profiles import ProfileError, at_batch, builtins, from_dict
+from workloads.profiles import ProfileError, at_batch, at_workers, builtins, from_dict
 
 TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "trace", "scheduler",
             "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation", "netsens", "background",
-            "themis"}
+            "themis", "allreduce"}
+ALLREDUCE = ("fixed", "ring")           # a data-parallel phase's length on N workers: the profile's | 2(N-1)/N
 THEMIS_RACKS = ("fewest", "penalty")     # harness.schedulers.placement: best fit | the paper's rack penalty
 JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms", "pipeline", "tensor",
             "batch_size"}
@@ -228,7 +229,11 @@ def from_mapping(raw, where="spec"):
         jobs_raw = raw["jobs"]
         if not isinstance(jobs_raw, list) or not jobs_raw:
             raise SpecError(where, "jobs", jobs_raw, "a non-empty list of jobs")
-    jobs = _jobs(where, jobs_raw, profiles, topo, scheduler)
+    allreduce = raw.get("allreduce", "fixed")
+    if allreduce not in ALLREDUCE:
+        raise SpecError(where, "allreduce", allreduce, "fixed (every job's phases as its profile has them) | ring "
+                        "(a data-parallel job's all-reduce lasts 2(N-1)/N of its model on N workers)")
+    jobs = _jobs(where, jobs_raw, profiles, topo, scheduler, allreduce == "ring")
     _job_kinds(where, jobs, scheduler, fs, background)
     return Spec(name=name, topology=topo, link=link, reference_gbps=ref, profiles=profiles, jobs=jobs,
                 scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
@@ -408,7 +413,18 @@ def _at_batch(where, key, profiles, model, batch):
     return name
 
 
-def _jobs(where, jobs_raw, profiles, topo, scheduler):
+def _on_workers(profiles, model, workers):
+    """``allreduce: ring``: the job's profile on its own worker count (workloads.profiles.at_workers),
+    added as ``<model>x<workers>``; the name the job then uses."""
+    prof = profiles[model]
+    if prof.parallelism != "data" or not prof.workers or workers == prof.workers:
+        return model
+    name = f"{model}x{workers}"
+    profiles.setdefault(name, at_workers(prof, workers))
+    return name
+
+
+def _jobs(where, jobs_raw, profiles, topo, scheduler, ring_workers=False):
     jobs, names, pinned_by = [], set(), {}
     hosts = set(topo.hosts)
     for i, j in enumerate(jobs_raw):
@@ -431,6 +447,8 @@ def _jobs(where, jobs_raw, profiles, topo, scheduler):
         workers = _int(where, f"{key}.workers", j.get("workers", 2))
         if workers > len(hosts):
             raise SpecError(where, f"{key}.workers", workers, f"at most the {len(hosts)} hosts of the topology")
+        if ring_workers:
+            model = _on_workers(profiles, model, workers)
         iterations = _int(where, f"{key}.iterations", j.get("iterations", 100))
         arrival = _float(where, f"{key}.arrival_s", j.get("arrival_s", 0.0))
         pinned = j.get("hosts")

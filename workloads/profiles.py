@@ -121,6 +121,31 @@ def at_batch(profile, batch_size):
                    provenance=prov)
 
 
+WORKERS_RULE = ("ring all-reduce: each worker sends 2(N-1)/N x the model per iteration, so the phase at "
+                "the same rate lasts 2(N-1)/N over 2(W-1)/W of the profile's W workers [NSDI §5.1: "
+                "RingAllreduce; the arithmetic is the ring algorithm's]")
+
+
+def ring_share(n):
+    return 2 * (n - 1) / n
+
+
+def at_workers(profile, n):
+    """A data-parallel profile on ``n`` workers (WORKERS_RULE): each ring all-reduce phase's duration
+    scaled by ring_share(n) / ring_share(profile.workers), later phases moved by what it added; one
+    worker has nothing to reduce (its phases shrink to nothing)."""
+    f = ring_share(n) / ring_share(profile.workers)
+    phases, moved = [], 0.0
+    for ph in sorted(profile.phases, key=lambda x: x.start_ms):
+        d = ph.duration_ms * f if ph.pattern == "ring_allreduce" else ph.duration_ms
+        phases.append(Phase(round(ph.start_ms + moved, 3), round(d, 3), ph.gbps, ph.pattern))
+        moved += d - ph.duration_ms
+    prov = {**profile.provenance, "workers": f"{n}: the job's; {profile.name}'s profile is for {profile.workers}",
+            "iteration_ms": f"{round(profile.iteration_ms + moved, 3)} ms: {WORKERS_RULE}"}
+    return replace(profile, iteration_ms=round(profile.iteration_ms + moved, 3), phases=tuple(phases), workers=n,
+                   provenance=prov)
+
+
 def stretched(profile, period_ms):
     """The profile run on a longer beat: the same phases, its iteration padded to ``period_ms``
     (CASSINI's common period: the faster job of a group waits for the group's slot)."""

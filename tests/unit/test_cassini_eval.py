@@ -98,3 +98,24 @@ def test_the_screening_set_covers_every_experiment_of_the_paper_on_leafspine():
     for r in s["runs"]:
         assert spec_mod.load(r["spec_path"]).topology.name == "leafspine"
         assert "ideal" in r["schedulers"] and r["schedulers"][0] == "themis"
+
+
+def test_ring_allreduce_lasts_longer_on_more_workers():
+    from workloads.profiles import at_workers
+    vgg16 = builtins()["vgg16"]                     # measured on 2 workers: the ring sends 1 x the model
+    on4 = at_workers(vgg16, 4)                      # 2(4-1)/4 = 1.5 x
+    assert on4.phases[0].duration_ms == pytest.approx(114 * 1.5) and on4.phases[0].start_ms == 141
+    assert on4.iteration_ms == pytest.approx(141 + 114 * 1.5)
+    assert at_workers(vgg16, 2) == vgg16
+    assert at_workers(vgg16, 1).phases[0].duration_ms == 0     # one worker reduces nothing
+
+
+def test_allreduce_ring_gives_each_job_its_worker_count_profile():
+    raw = spec_mod.read_yaml(ROOT / "experiments" / "cassini" / "fig13.yaml")
+    spec = spec_mod.from_mapping({**raw, "allreduce": "ring"})
+    for j in spec.jobs:
+        prof = spec.profiles[j.model]
+        if prof.parallelism == "data" and j.workers != 2:
+            assert j.model.endswith(f"x{j.workers}") and prof.workers == j.workers
+    with pytest.raises(spec_mod.SpecError, match="allreduce"):
+        spec_mod.from_mapping({**raw, "allreduce": "tree"})
