@@ -38,7 +38,12 @@ def check_path(topo, src, dst, path):
 
 
 def compute_routes(topo, pins=None):
-    """Return {(src, dst): [nodes]} for all ordered host pairs."""
+    """Return {(src, dst): [nodes]} for all ordered host pairs. ``topo.params["routing"]``:
+    ``spread`` (default: pair by pair, the equal-cost path whose busiest link carries the fewest
+    routes so far) or ``by_destination`` (every source reaches a destination over the same choice
+    among its equal-cost paths, indexed by the destination: what destination-only forwarding
+    rules give, e.g. CASSINI's testbed's <input port, destination MAC> entries)."""
+    by_destination = topo.params.get("routing") == "by_destination"
     g = topo.graph()
     pins = dict(pins or {})
     load = {}
@@ -56,8 +61,11 @@ def compute_routes(topo, pins=None):
             continue
         a, b = topo.edge_of(src), topo.edge_of(dst)
         cands = sorted(nx.all_shortest_paths(switches, a, b)) if a != b else [[a]]
-        best = min(cands, key=lambda p: (max((load.get(d, 0) for d in directed_links(p)), default=0),
-                                          sum(load.get(d, 0) for d in directed_links(p))))
+        if by_destination:
+            best = cands[topo.host_index(dst) % len(cands)]
+        else:
+            best = min(cands, key=lambda p: (max((load.get(d, 0) for d in directed_links(p)), default=0),
+                                              sum(load.get(d, 0) for d in directed_links(p))))
         path = [src, *best, dst]
         routes[(src, dst)] = path
         for d in directed_links(path):

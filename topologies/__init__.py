@@ -20,11 +20,22 @@ from topologies.leafspine import leafspine
 BUILDERS = {"fattree": fattree, "leafspine": leafspine, "dumbbell": dumbbell}
 
 
-def by_name(name, link=None, **params):
-    """Build the topology called ``name`` with its keyword parameters."""
+ROUTINGS = ("spread", "by_destination")   # harness.routing.compute_routes
+
+
+def by_name(name, link=None, routing="spread", **params):
+    """Build the topology called ``name`` with its keyword parameters; ``routing`` (any topology):
+    how equal-cost paths are chosen (harness.routing), kept in the topology's params."""
     if name not in BUILDERS:
         raise TopologyError("topology.name", name, "one of " + ", ".join(sorted(BUILDERS)))
-    return BUILDERS[name](link=link, **params)
+    if routing not in ROUTINGS:
+        raise TopologyError("topology.routing", routing, "spread (every host pair on the least-loaded equal-cost "
+                            "path) | by_destination (one path per destination, as forwarding on destination "
+                            "rules alone gives)")
+    topo = BUILDERS[name](link=link, **params)
+    if routing != "spread":
+        topo.params["routing"] = routing
+    return topo
 
 
 __all__ = ["BUILDERS", "Link", "Topology", "TopologyError", "by_name", "dumbbell", "fattree", "leafspine"]

@@ -144,3 +144,18 @@ def test_a_paced_burst_is_under_k_at_half_the_link_rate():
     for mbps in (10, 20, 50, 100, 1000):
         p = LinkParams.scaled(mbps)
         assert paced_burst_bytes(p, p.rate_bps / 2) < p.ecn_k_bytes, mbps
+
+
+def test_by_destination_routing_gives_every_source_one_path_per_destination():
+    from topologies import TopologyError, by_name
+    topo = by_name("leafspine", hosts_per_tor=4, routing="by_destination")
+    routes = compute_routes(topo)
+    # h1..h4 share ToR s1: to one destination they all leave by the same uplink
+    for dst in ("h5", "h6", "h13"):
+        assert len({routes[(src, dst)][2] for src in ("h1", "h2", "h3", "h4")}) == 1
+    spread = compute_routes(by_name("leafspine", hosts_per_tor=4))
+    assert routes != spread and routes == compute_routes(by_name("leafspine", hosts_per_tor=4, routing="by_destination"))
+    # the path to a destination depends on the destination only: its index picks among the equal-cost paths
+    assert routes[("h1", "h5")][2] != routes[("h1", "h6")][2]
+    with pytest.raises(TopologyError):
+        by_name("leafspine", routing="random")
