@@ -17,7 +17,7 @@ Scaling rule, for an emulated rate r (Mbit/s) and MTU m:
   * MTU 9000 by default: the userspace OVS datapath forwards ~150k packets/s in all, so bytes per
     packet set the emulated capacity (platform notes).
 """
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from harness.errors import BadValue, require_number
 
@@ -32,6 +32,7 @@ QUEUE_MS = 48.0
 QUEUE_K_RATIO = 3
 DEFAULT_RATE_MBPS = 50.0
 DEFAULT_MTU = 9000
+SHARING = ("fifo", "fair")   # link.sharing: the switch egress queue discipline (harness.qdisc.htb_cmds)
 MTU_RANGE = (576, 9000)
 
 
@@ -49,6 +50,7 @@ class LinkParams:
     queue_bytes: int
     ecn_k_bytes: int
     mtu: int
+    sharing: str = "fifo"     # switch egress: one FIFO | a queue per job (SHARING)
 
     @classmethod
     def default(cls):
@@ -85,13 +87,18 @@ class LinkParams:
     def from_spec(cls, link, reference_gbps=REFERENCE_GBPS):
         """Build from the spec's ``link`` mapping (keys: rate_mbps, ecn_k_bytes, queue_bytes, mtu)."""
         link = dict(link or {})
-        allowed = {"rate_mbps", "ecn_k_bytes", "queue_bytes", "mtu"}
+        allowed = {"rate_mbps", "ecn_k_bytes", "queue_bytes", "mtu", "sharing"}
         for key in link:
             if key not in allowed:
                 raise LinkError(f"link.{key}", link[key], "unknown key; allowed: " + ", ".join(sorted(allowed)))
-        return cls.scaled(link.get("rate_mbps", DEFAULT_RATE_MBPS), mtu=link.get("mtu", DEFAULT_MTU),
+        sharing = link.get("sharing", "fifo")
+        if sharing not in SHARING:
+            raise LinkError("link.sharing", sharing, "fifo (one queue per switch port, TCP shares it) | fair (a "
+                            "queue per job, selected by the DSCP its agents set, served round-robin)")
+        base = cls.scaled(link.get("rate_mbps", DEFAULT_RATE_MBPS), mtu=link.get("mtu", DEFAULT_MTU),
                           ecn_k_bytes=link.get("ecn_k_bytes"), queue_bytes=link.get("queue_bytes"),
                           reference_gbps=reference_gbps)
+        return replace(base, sharing=sharing) if sharing != "fifo" else base
 
     @property
     def rate_bps(self):

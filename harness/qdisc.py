@@ -20,17 +20,41 @@ BPF_PIN_DIR = Path("/sys/fs/bpf/tc/globals")
 BPF_MAPS = ("interleave_ecn_cfg", "interleave_ecn_q")
 
 
-def htb_cmds(dev, params, child=None):
-    """Shape ``dev`` to the link rate; ``child`` replaces the default bfifo child queue."""
+FAIR_CLASSES = 8     # link.sharing fair: a queue per DSCP value modulo 8 (jobs get DSCP 1, 2, ...)
+
+
+def htb_cmds(dev, params, child=None, per_job=False):
+    """Shape ``dev`` to the link rate; ``child`` replaces the default bfifo child queue. With
+    ``per_job`` (link.sharing fair, switch ports): under the link-rate class, FAIR_CLASSES leaf
+    classes, each guaranteed an equal share and allowed the whole rate, one quantum (an MTU) per
+    round, so backlogged jobs share the link equally (as the paper's DCQCN flows do) and an idle
+    job's share goes to the others; a u32 filter on the DSCP's low 3 bits picks the class (DSCP 0
+    traffic, e.g. iperf3, shares class 0 with the 8th job); each leaf has its own bfifo of
+    queue_bytes (a job alone keeps the FIFO's room; the BPF marker marks on the port's total)."""
     rate = f"{params.rate_bps}bit"
     burst = str(params.burst_bytes)
-    child = child or ["bfifo", "limit", str(params.queue_bytes)]
-    return [
-        ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"],
-        ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
-         "rate", rate, "ceil", rate, "burst", burst, "cburst", burst],
-        ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", *child],
-    ]
+    if not per_job:
+        child = child or ["bfifo", "limit", str(params.queue_bytes)]
+        return [
+            ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"],
+            ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+             "rate", rate, "ceil", rate, "burst", burst, "cburst", burst],
+            ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", *child],
+        ]
+    share = f"{params.rate_bps // FAIR_CLASSES}bit"
+    limit = str(params.queue_bytes)
+    out = [["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "10"],
+           ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+            "rate", rate, "ceil", rate, "burst", burst, "cburst", burst]]
+    for c in range(FAIR_CLASSES):
+        cls = f"1:{0x10 + c:x}"
+        out += [["tc", "class", "replace", "dev", dev, "parent", "1:1", "classid", cls, "htb", "rate", share,
+                 "ceil", rate, "burst", burst, "cburst", burst, "quantum", str(params.mtu + 14)],
+                ["tc", "qdisc", "replace", "dev", dev, "parent", cls, "handle", f"{0x20 + c:x}:", "bfifo",
+                 "limit", limit],
+                ["tc", "filter", "replace", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "handle",
+                 f"800::{0x800 + c:x}", "u32", "match", "ip", "dsfield", f"0x{c << 2:02x}", "0x1c", "flowid", cls]]
+    return out
 
 
 class BpfMarker:
@@ -41,7 +65,7 @@ class BpfMarker:
         self.obj, self.pin_dir = Path(obj), Path(pin_dir)
 
     def queue_cmds(self, dev, params):
-        return htb_cmds(dev, params) + [
+        return htb_cmds(dev, params, per_job=params.sharing == "fair") + [
             ["tc", "qdisc", "replace", "dev", dev, "clsact"],
             ["tc", "filter", "replace", "dev", dev, "egress", "pref", "1", "handle", "1", "bpf", "da",
              "obj", str(self.obj), "sec", "classifier"],
@@ -120,6 +144,10 @@ class RedMarker:
     name = "red"
 
     def queue_cmds(self, dev, params):
+        if params.sharing != "fifo":
+            from harness.errors import EnvError
+            raise EnvError("link.sharing fair is built for the bpf ECN marker only",
+                           "run with --ecn-marker bpf, or link.sharing fifo")
         k, limit, mtu = params.ecn_k_bytes, params.queue_bytes, params.mtu
         red = ["red", "limit", str(limit), "min", str(k), "max", str(k + mtu), "avpkt", str(mtu),
                "burst", str(max(2, k // mtu + 1)), "bandwidth", f"{params.rate_bps}bit",

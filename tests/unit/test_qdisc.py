@@ -1,6 +1,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.linkmodel import LinkParams
 from harness.qdisc import BpfMarker, RedMarker, htb_cmds, parse_bpftool_dump, parse_red_stats
 
@@ -60,3 +62,24 @@ def test_red_stats_parse():
     text = json.dumps([{"kind": "htb"}, {"kind": "red", "bytes": 10, "packets": 2, "drops": 1,
                                          "options": {"marked": 7}}])
     assert parse_red_stats(text) == {"marked": 7, "pkts": 2, "bytes": 10, "overflow": 1}
+
+
+def test_fair_sharing_gives_each_dscp_class_its_own_queue():
+    from harness.linkmodel import LinkError
+    from harness.qdisc import FAIR_CLASSES
+    p = LinkParams.from_spec({"rate_mbps": 50, "sharing": "fair"})
+    assert p.sharing == "fair" and LinkParams.from_spec({"rate_mbps": 50}).sharing == "fifo"
+    cmds = BpfMarker().queue_cmds("ils1-eth1", p)
+    classes = [c for c in cmds if c[:2] == ["tc", "class"] and "1:1" in c and c[c.index("classid") + 1] != "1:1"]
+    assert len(classes) == FAIR_CLASSES
+    for c in classes:        # an equal guaranteed share each, the whole rate to borrow, one MTU a round
+        assert c[c.index("rate") + 1] == f"{p.rate_bps // FAIR_CLASSES}bit"
+        assert c[c.index("ceil") + 1] == f"{p.rate_bps}bit" and c[c.index("quantum") + 1] == str(p.mtu + 14)
+    filters = [c for c in cmds if c[:2] == ["tc", "filter"] and "u32" in c]
+    # job DSCP d (TOS d << 2) lands in class d mod 8: the filter matches the TOS bits 2-4
+    matched = {int(c[c.index("dsfield") + 1], 16) >> 2: c[c.index("flowid") + 1] for c in filters}
+    assert matched == {d: f"1:{0x10 + d:x}" for d in range(FAIR_CLASSES)}
+    assert all(c[c.index("dsfield") + 2] == "0x1c" for c in filters)
+    assert any("clsact" in c for c in cmds)               # the marker still attaches
+    with pytest.raises(LinkError):
+        LinkParams.from_spec({"rate_mbps": 50, "sharing": "wfq"})
