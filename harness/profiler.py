@@ -100,6 +100,15 @@ def anchors(grid, env_up, guide):
     return np.array(out)
 
 
+def phase_bounds(centre_ms, width_ms, period_ms):
+    """(start, duration) of a measured phase, rounded as written (0.01 ms), inside the iteration: a
+    phase that ends where the circle was cut (the longest Down run's start) can have its blur past
+    the cut (125.03 + 56.05 ms in a 180.16 ms iteration, seen once); it then ends at the period,
+    its width (and so its bytes) kept."""
+    width, period = round(float(width_ms), 2), round(float(period_ms), 2)
+    return max(0.0, min(round(float(centre_ms - width / 2), 2), round(period - width, 2))), width
+
+
 def extract(times, mbps, scale, threshold=0.2, bin_ms=1.0):
     times, mbps = np.asarray(times, float), np.asarray(mbps, float)
     if len(times) < 20:
@@ -159,7 +168,8 @@ def extract(times, mbps, scale, threshold=0.2, bin_ms=1.0):
         area = float(seg.sum()) * bw
         height = area / width                      # bytes of the phase are kept exactly
         centre = (float(np.sum(seg * (np.arange(hi - lo) + 0.5))) / float(seg.sum()) + lo) * bw
-        phases.append({"start_ms": round(float(max(0.0, centre - width / 2)), 2), "duration_ms": round(float(width), 2),
+        start, width = phase_bounds(centre, width, period * 1000)
+        phases.append({"start_ms": start, "duration_ms": width,
                        "gbps": round(float(height) / 1000.0 / scale, 3)})
     iterations = int(good.sum())
     return {"iteration_ms": round(float(period) * 1000, 2), "phases": phases, "iterations_seen": iterations}

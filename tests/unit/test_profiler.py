@@ -41,3 +41,11 @@ def test_refuses_series_without_structure():
         extract(t, np.zeros_like(t), 1e-3)
     with pytest.raises(ProfilingError):
         extract(t, np.full_like(t, 37.0), 1e-3)
+
+
+def test_a_phase_blurred_past_the_end_of_the_iteration_ends_at_it():
+    from harness.profiler import phase_bounds
+    start, width = phase_bounds(153.055, 56.05, 180.16)        # the CI case: 125.03 + 56.05 > 180.16
+    assert width == 56.05 and start + width <= 180.16 and start == round(180.16 - 56.05, 2)
+    assert phase_bounds(50.0, 40.0, 180.0) == (30.0, 40.0)     # inside: untouched
+    assert phase_bounds(10.0, 40.0, 180.0) == (0.0, 40.0)      # before the start: from 0
