@@ -100,6 +100,9 @@ class Fabric:
         self.topo, self.ledger, self.state_dir = topo, ledger, Path(state_dir)
         self.datapath, self.cc, self.log = datapath, cc, log
         self.marker = MARKERS[marker]() if isinstance(marker, str) else marker
+        if not getattr(self.marker, "per_job_queues", False) and any(l.params.sharing != "fifo" for l in topo.links):
+            raise EnvError(f"link.sharing fair is built for the bpf ECN marker only, not {self.marker.name}",
+                           "run with --ecn-marker bpf, or link.sharing fifo")
         self.routes = compute_routes(topo, pins)
         self.net = None
         self.controller = None

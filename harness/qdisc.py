@@ -60,6 +60,7 @@ def htb_cmds(dev, params, child=None, per_job=False):
 class BpfMarker:
     """tc clsact-egress BPF program with a virtual queue per interface (harness/bpf/ecn_marker.c)."""
     name = "bpf"
+    per_job_queues = True      # link.sharing fair: htb_cmds(per_job=True) under the program
 
     def __init__(self, obj=BPF_OBJECT, pin_dir=BPF_PIN_DIR):
         self.obj, self.pin_dir = Path(obj), Path(pin_dir)
@@ -142,12 +143,9 @@ def parse_red_stats(text):
 class RedMarker:
     """tc RED as the child queue, step marking at K (where the kernel has sch_red)."""
     name = "red"
+    per_job_queues = False     # link.sharing fair is not built with it
 
     def queue_cmds(self, dev, params):
-        if params.sharing != "fifo":
-            from harness.errors import EnvError
-            raise EnvError("link.sharing fair is built for the bpf ECN marker only",
-                           "run with --ecn-marker bpf, or link.sharing fifo")
         k, limit, mtu = params.ecn_k_bytes, params.queue_bytes, params.mtu
         red = ["red", "limit", str(limit), "min", str(k), "max", str(k + mtu), "avpkt", str(mtu),
                "burst", str(max(2, k // mtu + 1)), "bandwidth", f"{params.rate_bps}bit",

@@ -84,3 +84,23 @@ def preserved(g, shifts, period_ms, tol_ms=1e-6):
                 continue
             break
     return broken
+
+
+def components(names, together):
+    """{name: [the names joined with it]}: ``names`` joined transitively by each list in
+    ``together`` (names outside ``names`` ignored); members in ``names`` order."""
+    parent = {n: n for n in names}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    for group in together:
+        inside = [n for n in group if n in parent]
+        for a, b in zip(inside, inside[1:]):
+            parent[find(a)] = find(b)
+    out = {}
+    for n in parent:
+        out.setdefault(find(n), []).append(n)
+    return {n: out[find(n)] for n in parent}

@@ -50,23 +50,11 @@ def common_periods(link_jobs, natural, kept, tolerance):
     components; in each, a job whose own iteration (``natural``) is within ``tolerance`` of the
     component's longest is stretched to it, so that the jobs share one period and the shift that is
     scored is the shift that is kept (the paper's unified circle assumes periods that repeat; two
-    periods 5 ms apart slide a whole iteration in 50). ``kept``: {job: period} of running jobs,
+    periods 5 ms apart slide a whole iteration in 51). ``kept``: {job: period} of running jobs,
     which cannot change theirs; a new job slower than a running one keeps its own."""
-    parent = {j: j for j in natural}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-    for js in link_jobs.values():
-        for a, b in zip(js, js[1:]):
-            parent[find(a)] = find(b)
-    comps = {}
-    for j in natural:
-        comps.setdefault(find(j), []).append(j)
+    comps = {tuple(m) for m in affinity.components(list(natural), link_jobs.values()).values()}
     out = {j: kept.get(j, natural[j]) for j in natural}
-    for members in comps.values():
+    for members in comps:
         fixed = [kept[j] for j in members if j in kept]
         target = max(fixed) if fixed else max(natural[j] for j in members)
         for j in members:

@@ -35,32 +35,41 @@ def racks(topo):
     return out
 
 
-def _pack(job_workers, free, rack_of, rack_order, rng=None):
-    """Best-fit packing: each job into the fewest racks (fullest-fit first); hosts in order."""
+def _place(job_workers, free, rack_of, pick):
+    """Each job in turn on the free hosts: ``pick(free_by_rack, n)`` gives its hosts (a rule below);
+    they leave the free pool; hosts of a job in host order."""
     free_by_rack = {}
     for h in free:
         free_by_rack.setdefault(rack_of[h], []).append(h)
     placement = {}
     for name, n in job_workers:
-        chosen = []
-        avail = sorted((r for r in rack_order if free_by_rack.get(r)), key=lambda r: -len(free_by_rack[r]))
-        fit = [r for r in avail if len(free_by_rack[r]) >= n]
-        if fit:  # smallest rack that holds the whole job (keeps big holes for big jobs)
-            r = min(fit, key=lambda r: len(free_by_rack[r]))
-            take = free_by_rack[r] if rng is None else list(rng.permutation(free_by_rack[r]))
-            chosen = take[:n]
-        else:
-            for r in avail:
-                take = free_by_rack[r] if rng is None else list(rng.permutation(free_by_rack[r]))
-                chosen += take[:n - len(chosen)]
-                if len(chosen) == n:
-                    break
+        chosen = pick(free_by_rack, n)
         if len(chosen) < n:
             raise PlacementError(f"job {name} needs {n} hosts, only {len(chosen)} free")
         for h in chosen:
             free_by_rack[rack_of[h]].remove(h)
         placement[name] = sorted(chosen, key=lambda h: int(h[1:]))
     return placement
+
+
+def _shuffled(hosts, rng):
+    return list(hosts) if rng is None else [str(h) for h in rng.permutation(hosts)]
+
+
+def _pack(job_workers, free, rack_of, rack_order, rng=None):
+    """Best-fit packing: each job into the fewest racks (fullest-fit first); hosts in order."""
+    def pick(free_by_rack, n):
+        avail = sorted((r for r in rack_order if free_by_rack.get(r)), key=lambda r: -len(free_by_rack[r]))
+        fit = [r for r in avail if len(free_by_rack[r]) >= n]
+        if fit:  # smallest rack that holds the whole job (keeps big holes for big jobs)
+            return _shuffled(free_by_rack[min(fit, key=lambda r: len(free_by_rack[r]))], rng)[:n]
+        chosen = []
+        for r in avail:
+            chosen += _shuffled(free_by_rack[r], rng)[:n - len(chosen)]
+            if len(chosen) == n:
+                break
+        return chosen
+    return _place(job_workers, free, rack_of, pick)
 
 
 def _rack_penalty(job_workers, free, rack_of, rack_order, rng=None):
@@ -69,24 +78,13 @@ def _rack_penalty(job_workers, free, rack_of, rack_order, rng=None):
     room in ``rack_order``); one that does not takes free GPUs wherever they are (in host order, or
     drawn at random with ``rng``): the penalty is the same however many racks it spans, so nothing
     keeps it to few racks and placements fragment as jobs come and go."""
-    free_by_rack = {}
-    for h in free:
-        free_by_rack.setdefault(rack_of[h], []).append(h)
-    placement = {}
-    for name, n in job_workers:
+    def pick(free_by_rack, n):
         fit = [r for r in rack_order if len(free_by_rack.get(r, [])) >= n]
         if fit:
-            pool = free_by_rack[fit[0]]
-        else:
-            pool = sorted((h for r in rack_order for h in free_by_rack.get(r, [])), key=lambda h: int(h[1:]))
-        take = pool if rng is None else [str(h) for h in rng.permutation(pool)]
-        chosen = take[:n]
-        if len(chosen) < n:
-            raise PlacementError(f"job {name} needs {n} hosts, only {len(chosen)} free")
-        for h in chosen:
-            free_by_rack[rack_of[h]].remove(h)
-        placement[name] = sorted(chosen, key=lambda h: int(h[1:]))
-    return placement
+            return _shuffled(free_by_rack[fit[0]], rng)[:n]
+        pool = sorted((h for r in rack_order for h in free_by_rack.get(r, [])), key=lambda h: int(h[1:]))
+        return _shuffled(pool, rng)[:n]
+    return _place(job_workers, free, rack_of, pick)
 
 
 def pollux_workers(jobs, profiles, n_free):

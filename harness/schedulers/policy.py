@@ -7,7 +7,7 @@ shifts together (``groups``). The planner (harness.schedulers.plan) and the simu
 from dataclasses import dataclass, field
 
 from harness.schedulers import cassini, placement as placement_mod
-from harness.schedulers.affinity import wrap
+from harness.schedulers.affinity import components, wrap
 
 
 @dataclass
@@ -32,23 +32,8 @@ def groups(plan, min_score=0.0):
     Only links whose compatibility score is at least ``min_score`` join jobs: CASSINI's shifts are
     worth keeping only where the jobs can interleave; on an incompatible link (two RoBERTa, Up 82 %
     of the time) holding each other to the shift only adds pauses (measured on snapshot 4)."""
-    parent = {j["name"]: j["name"] for j in plan["jobs"]}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-    for e in plan["epochs"]:
-        for link in e["links"]:
-            if link.get("score", 1.0) < min_score:
-                continue
-            for a, b in zip(link["jobs"], link["jobs"][1:]):
-                parent[find(a)] = find(b)
-    out = {}
-    for name in parent:
-        out.setdefault(find(name), set()).add(name)
-    return {name: out[find(name)] for name in parent}
+    links = [link["jobs"] for e in plan["epochs"] for link in e["links"] if link.get("score", 1.0) >= min_score]
+    return {name: set(members) for name, members in components([j["name"] for j in plan["jobs"]], links).items()}
 
 
 def alignment(base, uses_cassini, members):

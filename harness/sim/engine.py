@@ -22,6 +22,7 @@ import numpy as np
 
 from harness import metrics
 from harness.routing import routes_for
+from harness.schedulers import affinity
 from harness.schedulers.netsens import DEFAULTS as NETSENS_DEFAULTS, policy_for
 from harness.schedulers.policy import BasePolicy, aligns, alignment, groups, same_period_group
 from harness.sim import calibration
@@ -127,19 +128,10 @@ class Simulator:
         for n, ls in links_of.items():
             for l in ls:
                 users.setdefault(l, []).append(n)
-        parent = {n: n for n in running}
-
-        def find(x):
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-        for l, ns in users.items():
-            for a, b in zip(ns, ns[1:]):
-                parent[find(a)] = find(b)
+        joined = affinity.components(list(running), users.values())
         comps = {}
         for n in running:
-            comps.setdefault(n if self.spec.base == "ideal" else find(n), []).append(n)
+            comps.setdefault(n if self.spec.base == "ideal" else joined[n][0], []).append(n)
         live = [{**l, "jobs": [n for n in l["jobs"] if n in running]} for l in epoch_links]
         base, cassini = self.spec.base, self.spec.uses_cassini
         grp = groups({"jobs": [{"name": n} for n in running], "epochs": [{"links": live}]}, self.align_min) \

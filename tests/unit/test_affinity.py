@@ -123,3 +123,9 @@ def test_joint_mode_optimises_a_looped_component_consistently():
     # and they beat running everything unshifted
     zero = cassini.score_placement(place, prof, routes, 50, PARAMS, {j: 0.0 for j in place})
     assert sum(rescored.values()) > sum(zero.values())
+
+
+def test_components_join_transitively_and_ignore_outsiders():
+    from harness.schedulers.affinity import components
+    c = components(["a", "b", "c", "d"], [["a", "b"], ["b", "c", "x"]])
+    assert c["a"] == c["c"] == ["a", "b", "c"] and c["d"] == ["d"]

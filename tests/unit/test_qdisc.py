@@ -83,3 +83,13 @@ def test_fair_sharing_gives_each_dscp_class_its_own_queue():
     assert any("clsact" in c for c in cmds)               # the marker still attaches
     with pytest.raises(LinkError):
         LinkParams.from_spec({"rate_mbps": 50, "sharing": "wfq"})
+
+
+def test_fair_sharing_with_the_red_marker_is_refused_before_anything_is_built(tmp_path):
+    from harness.errors import EnvError
+    from harness.fabric import Fabric
+    from topologies import dumbbell
+    topo = dumbbell(2, link=LinkParams.from_spec({"rate_mbps": 50, "sharing": "fair"}))
+    with pytest.raises(EnvError, match="bpf ECN marker only"):
+        Fabric(topo, None, tmp_path, marker="red")
+    assert Fabric(topo, None, tmp_path, marker="bpf").net is None      # accepted, nothing built yet
