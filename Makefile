@@ -56,6 +56,7 @@ bench: setup
 	$(PY) bench/replay_accuracy.py
 	$(PY) bench/schedule_speed.py
 	$(PY) bench/sim_speed.py
+	$(PY) bench/sweep_speed.py
 
 clean:
 	$(PY) -m harness.cli clean

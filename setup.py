@@ -24,6 +24,7 @@ setup(
         "matplotlib>=3.7,<4",
         "scipy>=1.10,<2",
         "tqdm>=4.60,<5",
+        "distributed>=2024.1,<2027",      # experiment sets on Dask workers (reproduce --workers / --cluster)
     ],
     extras_require={"test": ["pytest>=7,<10", "hypothesis>=6.80,<7"]},
     entry_points={"console_scripts": ["interleave=harness.cli:main"]},

@@ -12,7 +12,7 @@ import signal
 import sys
 
 from harness import __version__
-from harness.errors import EXIT_ENV, EXIT_INTERNAL, EXIT_USAGE, BadValue, EnvError, InterleaveError, UsageError
+from harness.errors import EXIT_ENV, EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, BadValue, EnvError, InterleaveError, UsageError
 from harness.limits import short
 
 
@@ -220,9 +220,11 @@ def cmd_reproduce(args):
 
     from harness import sets
     from harness.runner import run
+    from harness import sweep
     st = sets.load_set(args.set)
-    if os.geteuid() != 0 and not args.report_only and not args.simulate:
-        raise EnvError("reproduce runs experiments and needs root", "run it with sudo (or --simulate)")
+    workers, on_dask = sweep.check_options(args.workers, args.cluster, args.simulate)
+    if os.geteuid() != 0 and not args.report_only and not args.simulate and not args.cluster:
+        raise EnvError("reproduce runs experiments and needs root", "run it with sudo (or --simulate, or --cluster)")
     out = args.out or f"results/{st['name']}"
     if args.against and not args.simulate:
         raise UsageError("--against: compares a simulated set with an emulated one; give --simulate too")
@@ -230,7 +232,11 @@ def cmd_reproduce(args):
         raise UsageError(f"--against: {args.against} is not a directory (the emulated set's --out)")
     if args.publish:
         sets.check_publish(st, args.publish, kind="validation" if args.against else "reproduce")   # before any run
-    if not args.report_only:
+    failed = []
+    if not args.report_only and on_dask:
+        failed = sweep.execute(st, out, sets.run_dir, sets.simulated_run if args.simulate else sweep.emulated_run, log,
+                               workers=workers, cluster=args.cluster, emulated=not args.simulate)
+    elif not args.report_only:
         sets.execute(st, out, sets.simulated_run if args.simulate else run, log, quiet=args.quiet)
     md, floors = sets.write(st, out, check=args.floors, plots=not args.simulate)
     print(md)
@@ -245,9 +251,40 @@ def cmd_reproduce(args):
                      kind="validation" if args.against else "reproduce")
         log(f"published into {args.publish}")
     log(f"set {st['name']}: table in {out}/table.md, a report per spec under {out}/<spec>/report")
+    if failed:
+        log(f"{len(failed)} run(s) did not complete: " + "; ".join(f"{lab} ({why})" for lab, why in failed))
+        return EXIT_FAILED
     if floors and not all(ok for _f, _g, ok in floors):
         log("below a floor: " + "; ".join(f"{f['spec']} {f['metric']} {g} < {f['min']}" for f, g, ok in floors if not ok))
         return 1
+    return 0
+
+
+def cmd_scheduler(args):
+    from harness import sweep
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port: {args.port} is not a port number (1-65535)")
+    try:
+        sweep.serve_scheduler(args.host, args.port, log)
+    except KeyboardInterrupt:
+        log("scheduler: stopped")
+    return 0
+
+
+def cmd_worker(args):
+    from harness import probe, sweep
+    n = args.nworkers if args.nworkers is not None else sweep.cores()
+    if n < 1:
+        raise UsageError(f"--nworkers: {n} is not a whole number >= 1")
+    fabric = not args.no_fabric
+    if fabric and os.geteuid() != 0:
+        raise EnvError("a worker that takes emulated runs needs root", "run it with sudo (or --no-fabric)")
+    if fabric:
+        probe.require_ready(probe.doctor())
+    try:
+        sweep.serve_worker(args.address, n, fabric, log)
+    except KeyboardInterrupt:
+        log("worker: stopped")
     return 0
 
 
@@ -370,7 +407,23 @@ def build_parser():
     p.add_argument("--against", metavar="DIR", help="with --simulate: compare with the emulated set in DIR "
                    "(validation.md; published into the block <!-- interleave validation NAME --> with --publish)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--workers", type=int, help="with --simulate: runs in N local processes (default: the "
+                   "machine's cores); emulated runs take 1")
+    p.add_argument("--cluster", metavar="ADDRESS", help="send the runs to the Dask scheduler at ADDRESS "
+                   "(interleave scheduler); emulated runs go to workers offering fabric=1")
     p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser("scheduler", help="a Dask scheduler for sets run on several machines (reproduce --cluster)")
+    p.add_argument("--host", default="0.0.0.0", help="address to listen on (default all)")
+    p.add_argument("--port", type=int, default=8786, help="port (default 8786)")
+    p.set_defaults(func=cmd_scheduler)
+
+    p = sub.add_parser("worker", help="this machine as a worker of an interleave scheduler")
+    p.add_argument("address", help="the scheduler, e.g. tcp://10.0.0.1:8786")
+    p.add_argument("--nworkers", type=int, help="worker processes (default: the machine's cores)")
+    p.add_argument("--no-fabric", action="store_true", help="take simulated runs only (default: as root, "
+                   "the first process also takes emulated runs, one at a time)")
+    p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("clean", help="remove leftovers of earlier runs of this tool only")
     p.set_defaults(func=cmd_clean)

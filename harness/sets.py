@@ -19,8 +19,12 @@ one listed. Ratios are of means over repeats. A scheduler ``S:F`` runs scheduler
 too. A run entry may set ``background`` (load of every fabric link, simulator only), ``label``
 (its directory and row name; default the spec's name) and ``set`` (top-level spec keys replacing
 the file's, e.g. ``{themis: {racks: fewest}}`` for an ablation; give such a run its own label).
-``--simulate`` runs the set in harness.sim instead of the emulator (no root).
-Exit status 1 when ``--floors`` is given and a ratio falls below its floor.
+``--simulate`` runs the set in harness.sim instead of the emulator (no root); ``--workers N`` and
+``--cluster ADDRESS`` run it on Dask workers (harness.sweep) with the same table, byte for byte.
+A run with no ``summary.json`` (interrupted, or failed on a worker twice) is in no mean: the table
+lists it under "Missing runs" with what its attempts left beside it.
+Exit status 1 when ``--floors`` is given and a ratio falls below its floor, or a run on Dask did
+not complete.
 
 **Exclusion rule** (the only one): a run whose ``summary.json`` says ``fidelity.ok: false`` (the
 emulator could not keep up: see harness.runner's fidelity guard) is left out of every mean, ratio
@@ -104,6 +108,21 @@ def execute(st, out, run, log, quiet=False):
         where.end()
     if where.ran:
         log(f"set {st['name']}: {where.ran} run(s) in {hms(where.spent)}")
+
+
+def missing(st, out):
+    """[{spec, scheduler, repeat, dir, partial}] of the set's runs with no ``summary.json`` under
+    ``out``; ``partial``: the names of what an unfinished attempt left beside it."""
+    gone = []
+    for r in st["runs"]:
+        for k in range(r["repeats"]):
+            for s in r["schedulers"]:
+                d = run_dir(out, r["name"], s, k)
+                if not (d / "summary.json").exists():
+                    left = sorted(p.name for p in d.parent.glob(d.name + ".*")) if d.parent.is_dir() else []
+                    gone.append({"spec": r["name"], "scheduler": s, "repeat": k,
+                                 "dir": str(d.relative_to(out)), "partial": left})
+    return gone
 
 
 def kept(summary):
@@ -242,7 +261,7 @@ def fmt(row, m, unit="", digits=None):
     return num(v) + (f" [{num(ci[0])}, {num(ci[1])}]" if ci else "") + unit + more
 
 
-def markdown(st, table, floors=None):
+def markdown(st, table, floors=None, absent=None):
     lines = [f"# {st['name']}: mean [95 % interval] over kept repeats", "",
              "Runs the fidelity guard flagged are excluded and counted (harness/sets.py, exclusion rule).", "",
              "| spec | scheduler | runs kept / excluded | mean iteration | p99 iteration | mean communication | "
@@ -278,6 +297,10 @@ def markdown(st, table, floors=None):
         lines += ["", "## EchelonFlow completion time (pipeline and tensor jobs; mean over steps and jobs)", "",
                   "| spec | scheduler | mean step | ECT |", "| --- | --- | --- | --- |"]
         lines += [f"| {name} | {s} | {row['iteration_ms_mean']} ms | {row['ect_ms_mean']} ms |" for name, s, row in ect]
+    if absent:
+        lines += ["", f"## Missing runs ({len(absent)}: no summary.json, in no mean)", "",
+                  "| spec | scheduler | repeat | left beside it |", "| --- | --- | --- | --- |"]
+        lines += [f"| {g['spec']} | {g['scheduler']} | {g['repeat']} | {', '.join(g['partial']) or '-'} |" for g in absent]
     if floors:
         lines += ["", "## Floors", "", "| spec | comparison | metric | floor | measured | |", "| --- | --- | --- | --- | --- | --- |"]
         for f, got, ok in floors:
@@ -381,9 +404,10 @@ def write(st, out, check=False, plots=True):
             report(dirs, out / r["name"] / "report")
     table = aggregate(st, out)
     floors = check_floors(st, table) if check else None
-    md = markdown(st, table, floors)
+    absent = missing(st, out)
+    md = markdown(st, table, floors, absent)
     (out / "table.md").write_text(md)
-    (out / "table.json").write_text(json.dumps({"set": st["name"], "table": table,
+    (out / "table.json").write_text(json.dumps({"set": st["name"], "table": table, "missing": absent,
                                                 "floors": [{**f, "measured": g, "ok": ok} for f, g, ok in floors or []]},
                                                indent=2, default=str))
     return md, floors
