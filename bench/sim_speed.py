@@ -1,12 +1,13 @@
 """Simulator speed: the 1,000-job Poisson trace on the 1,024-host fat-tree (target < 60 s).
 
-    .venv/bin/python bench/sim_speed.py [--schedulers themis,netsens,consolidate] [--repeats 3]
+    .venv/bin/python bench/sim_speed.py [--schedulers themis,themis+cassini,...] [--repeats 3]
+        [--publish README.md]
 
-Prints wall time per scheduler (median of repeats) and the number of fluid-model runs; the spec is
-experiments/sim/poisson1000-fattree1024.yaml. Run it on a quiet machine.
+Prints wall time per scheduler (mean [95 % interval] over the repeats) and the number of
+fluid-model runs; the spec is experiments/sim/poisson1000-fattree1024.yaml. ``--publish FILE``
+writes the table into FILE's block ``<!-- interleave bench sim-speed -->``. Run it on a quiet machine.
 """
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import spec as spec_mod  # noqa: E402
+from harness.sets import emit_bench, fmt, mean_ci  # noqa: E402
 from harness.simulate import simulate_spec  # noqa: E402
 
 SPEC = Path(__file__).resolve().parent.parent / "experiments/sim/poisson1000-fattree1024.yaml"
@@ -21,12 +23,14 @@ SPEC = Path(__file__).resolve().parent.parent / "experiments/sim/poisson1000-fat
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--schedulers", default="themis,netsens,consolidate")
+    ap.add_argument("--schedulers", default="themis,themis+cassini,netsens,consolidate,random")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--spec", default=str(SPEC))
+    ap.add_argument("--publish", metavar="FILE")
     args = ap.parse_args()
-    print("| scheduler | wall s (median) | runs | fluid runs | jobs | makespan s | mean JCT s |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    lines = [f"# sim-speed: `{Path(args.spec).name}`, {args.repeats} repeat(s) per scheduler", "",
+             "| scheduler | wall time, mean [95 % interval] | fluid runs | jobs | makespan | mean JCT |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for sched in args.schedulers.split(","):
         walls = []
         for _ in range(args.repeats):
@@ -34,8 +38,11 @@ def main():
             t = time.perf_counter()
             s = simulate_spec(spec)
             walls.append(time.perf_counter() - t)
-        print(f"| {sched} | {statistics.median(walls):.1f} | {args.repeats} | {s['simulator']['fluid_runs']} | "
-              f"{len(s['jobs'])} | {s['totals']['makespan_s']} | {s['totals']['jct_s_mean']} |", flush=True)
+            print(f"{sched}: {walls[-1]:.1f} s", file=sys.stderr, flush=True)
+        row = dict(zip(("m", "m_ci"), mean_ci(walls)))
+        lines.append(f"| {sched} | {fmt(row, 'm', ' s', 1)} | {s['simulator']['fluid_runs']} | {len(s['jobs'])} | "
+                     f"{s['totals']['makespan_s']} s | {s['totals']['jct_s_mean']} s |")
+    emit_bench("sim-speed", "\n".join(lines) + "\n", args.publish, "python bench/sim_speed.py " + " ".join(sys.argv[1:]))
 
 
 if __name__ == "__main__":

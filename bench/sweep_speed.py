@@ -9,7 +9,8 @@ byte-identical to the first serial one.
 
 Prints a Markdown table (mean wall and CPU time with their 95 % intervals over the repeats, the
 speed-up as the mean of the per-repeat ratios); ``--publish FILE`` writes it into FILE's block
-``<!-- interleave bench sweep-speed -->`` ... ``<!-- end interleave bench sweep-speed -->``.
+``<!-- interleave bench sweep-speed-SET -->`` ... ``<!-- end interleave bench sweep-speed-SET -->``
+(SET: the set file's stem).
 Serial and parallel repeats alternate, so a slow spell of the machine hits both. Run it alone.
 """
 import argparse
@@ -70,7 +71,7 @@ def main():
     cpu = {w: dict(zip(("m", "m_ci"), mean_ci(v))) for w, v in cpus.items()}
     speedup = dict(zip(("m", "m_ci"), mean_ci([a / b for a, b in zip(walls[1], walls[args.workers])])))
     md = "\n".join([
-        f"# sweep-speed: `interleave reproduce {args.set} --simulate`, {os.cpu_count()} cores", "",
+        f"# sweep-speed-{Path(args.set).stem}: `interleave reproduce {args.set} --simulate`, {os.cpu_count()} cores", "",
         "| workers | repeats | wall time | CPU time (all processes) | speed-up over serial | tables identical to serial |",
         "| --- | --- | --- | --- | --- | --- |",
         f"| 1 (serial) | {args.repeats} | {fmt(rows[1], 'm', ' s', 1)} | {fmt(cpu[1], 'm', ' s', 1)} | 1.00x | - |",
@@ -80,7 +81,7 @@ def main():
         "Means [95 % intervals] over the repeats; the speed-up is the mean of the per-repeat ratios (serial and "
         "parallel repeats alternate).", ""])
     command = "python bench/sweep_speed.py " + " ".join(sys.argv[1:])
-    emit_bench("sweep-speed", md, args.publish, command)
+    emit_bench(f"sweep-speed-{Path(args.set).stem}", md, args.publish, command)
     return 0 if identical else 1
 
 

@@ -22,6 +22,9 @@ class Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
+BUILDS_NETWORKS = {"run", "netcheck", "profile", "reproduce", "worker", "clean"}   # the others touch no network
+
+
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
@@ -446,7 +449,8 @@ def main(argv=None):
         log(f"interleave {args.command}: {exc}")
         return exc.exit_status
     except KeyboardInterrupt:
-        log(f"interleave {args.command}: interrupted; the network was torn down")
+        torn = "; the network was torn down" if args.command in BUILDS_NETWORKS else ""
+        log(f"interleave {args.command}: interrupted{torn}")
         return 130
     except BrokenPipeError:  # output piped into e.g. head
         sys.stderr.close()

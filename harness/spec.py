@@ -132,11 +132,30 @@ def read_yaml(path):
     """The YAML document in ``path``, checked against the input limits (harness.limits). A missing,
     unreadable, oversized, non-UTF-8 or malformed file is a UsageError naming it (with the line and
     column of a YAML error)."""
+    text = read_text(path, "a YAML file")
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UsageError(f"{path}: not valid YAML ({at}{limits.short(what)[1:-1]})")
+    except RecursionError:
+        raise UsageError(f"{path}: nesting deeper than {limits.MAX_DEPTH} levels (input limits, README)")
+    try:
+        limits.check_document(doc)
+    except limits.LimitError as exc:
+        raise UsageError(f"{path}: {exc}")
+    return doc
+
+
+def read_text(path, what="a text file"):
+    """The UTF-8 text of ``path`` within the input limits' size; a UsageError naming the file otherwise."""
     p = Path(path)
     try:
         st = p.stat()
         if p.is_dir():
-            raise UsageError(f"{path}: is a directory, not a YAML file")
+            raise UsageError(f"{path}: is a directory, not {what}")
         if not p.is_file():
             raise UsageError(f"{path}: not a regular file")
         if st.st_size > limits.MAX_FILE_BYTES:
@@ -152,20 +171,7 @@ def read_yaml(path):
         raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})")
     if "\0" in text:
         raise UsageError(f"{path}: not a text file (contains NUL bytes)")
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UsageError(f"{path}: not valid YAML ({at}{limits.short(what)[1:-1]})")
-    except RecursionError:
-        raise UsageError(f"{path}: nesting deeper than {limits.MAX_DEPTH} levels (input limits, README)")
-    try:
-        limits.check_document(doc)
-    except limits.LimitError as exc:
-        raise UsageError(f"{path}: {exc}")
-    return doc
+    return text
 
 
 def load(path, scheduler=None, seed=None, overrides=None):
@@ -361,6 +367,8 @@ def _trace_jobs(where, trace, profiles, n_hosts, seed):
     if not isinstance(trace, dict) or trace.get("kind") not in traces.KINDS:
         raise SpecError(where, "trace.kind", (trace or {}).get("kind") if isinstance(trace, dict) else trace,
                         " | ".join(traces.KINDS))
+    if trace["kind"] == "csv":
+        return _csv_trace(where, trace, profiles, n_hosts, seed)
     allowed = {"kind", "jobs", "load", "models", "workers", "iterations", "iterations_scale", "arriving", "arrival_s"}
     for k in trace:
         if k not in allowed:
@@ -396,6 +404,45 @@ def _trace_jobs(where, trace, profiles, n_hosts, seed):
     if trace.get("workers", [2, 4])[1] > n_hosts:
         raise SpecError(where, "trace.workers", trace["workers"], f"at most the {n_hosts} hosts of the topology")
     return traces.generate(trace, profiles, n_hosts, seed)
+
+
+def _csv_trace(where, trace, profiles, n_hosts, seed):
+    """``trace: {kind: csv, file, ...}``: arrivals, applications, replicas and batch sizes from a file
+    (workloads.traces.from_rows; the file relative to the spec's directory), every row validated."""
+    allowed = {"kind", "file", "applications", "jobs", "time_scale", "iterations", "iterations_scale", "batch"}
+    for k in trace:
+        if k not in allowed:
+            raise SpecError(where, f"trace.{k}", trace[k], "unknown key; allowed: " + ", ".join(sorted(allowed)))
+    f = trace.get("file")
+    if not isinstance(f, str) or not f:
+        raise SpecError(where, "trace.file", f, "a CSV file (name,time,application,num_replicas,batch_size), "
+                        "relative to the spec's directory")
+    path = Path(f) if Path(f).is_absolute() else Path(where).parent / f
+    apps = {**{a: m for a, (m, _why) in traces.APPLICATIONS.items()},
+            **(mapping(where, "trace.applications", trace.get("applications"), "a mapping {application: model}") or {})}
+    for a, m in apps.items():
+        if not isinstance(a, str) or not isinstance(m, str) or m not in profiles:
+            raise SpecError(where, f"trace.applications.{a}", m, "a known model: " + ", ".join(sorted(profiles)))
+    if "jobs" in trace:
+        _int(where, "trace.jobs", trace["jobs"], minimum=1)
+    scale = _float(where, "trace.time_scale", trace.get("time_scale", 1.0), strict=True)
+    it = trace.get("iterations", [200, 1000])
+    if not (isinstance(it, list) and len(it) == 2 and all(isinstance(x, int) and x >= 1 for x in it) and it[0] <= it[1]):
+        raise SpecError(where, "trace.iterations", it, "[min, max] whole numbers, 1 <= min <= max")
+    it_scale = _float(where, "trace.iterations_scale", trace.get("iterations_scale", 1.0), strict=True)
+    batch = trace.get("batch", "profile")
+    if batch not in ("profile", "file"):
+        raise SpecError(where, "trace.batch", batch, "profile (each model's own batch size) | file (the file's "
+                        "batch_size / num_replicas per GPU, data-parallel models)")
+    try:
+        text = read_text(path, "a CSV file")
+    except UsageError as exc:
+        raise SpecError(where, "trace.file", f, str(exc))
+    try:
+        rows = traces.read_rows(text, apps, n_hosts, trace.get("jobs"))
+    except traces.TraceError as exc:
+        raise SpecError(where, f"trace.file {f}: {exc.where}", exc.value, exc.allowed)
+    return traces.from_rows(rows, apps, profiles, it, it_scale, scale, batch, seed)
 
 
 def _at_batch(where, key, profiles, model, batch):

@@ -1,6 +1,7 @@
 """Job traces: ``snapshot`` (all jobs at t=0), ``poisson`` (arrivals at a target load) and
-``dynamic`` (a running set, then a new set arrives), as in CASSINI §5.1. Seeded: the same spec and
-seed always give the same jobs.
+``dynamic`` (a running set, then a new set arrives), as in CASSINI §5.1; ``csv``: arrivals replayed
+from a file (``read_rows``, ``from_rows``; e.g. the Pollux artifact's Philly-sampled workloads in
+workloads/trace_data/). Seeded: the same spec and seed always give the same jobs.
 
 Models are drawn with equal probability from ``models`` (default: the 13 built-ins); iterations
 uniformly from [200, 1000] (the paper's range) times ``iterations_scale``; workers uniformly from
@@ -12,7 +13,27 @@ rate = load x hosts / (E[workers] x E[job duration alone]).
 """
 import numpy as np
 
-KINDS = ("snapshot", "poisson", "dynamic")
+KINDS = ("snapshot", "poisson", "dynamic", "csv")
+CSV_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
+
+# The applications of the Pollux artifact's workloads (petuum/adaptdl, benchmark/models) that a
+# built-in profile stands for: the same model, or the built-in of the same task family. The others
+# (deepspeech2: speech, yolov3: detection) have no such profile: a spec maps them itself.
+APPLICATIONS = {
+    "imagenet": ("resnet50", "ResNet-50 on ImageNet in Pollux's benchmark: the same model"),
+    "cifar10": ("resnet50", "ResNet-18 on CIFAR-10 in Pollux's benchmark: ResNet-50 is the built-in ResNet"),
+    "bert": ("bert", "BERT fine-tuned on SQuAD in Pollux's benchmark: the same model"),
+    "ncf": ("dlrm", "neural collaborative filtering (embedding tables) in Pollux's benchmark: DLRM is the "
+                    "built-in recommender"),
+}
+
+
+class TraceError(ValueError):
+    """A bad row of a trace file: ``where`` (row and column), ``value``, ``allowed``."""
+
+    def __init__(self, where, value, allowed):
+        super().__init__(f"{where}: {value!r} ({allowed})")
+        self.where, self.value, self.allowed = where, value, allowed
 
 
 def _workers(rng, workers):
@@ -76,3 +97,64 @@ def generate(trace, profiles, n_hosts, seed):
                           "arrival_s": float(trace.get("arrival_s", 30.0))})
         return first + later
     raise ValueError(kind)
+
+
+def read_rows(text, applications, n_hosts, limit=None):
+    """The rows of a CSV trace (``CSV_COLUMNS``, in time order), each checked: a TraceError names
+    the first bad one. ``limit``: only the first rows."""
+    import csv
+    import io
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise TraceError("header", ",".join(reader.fieldnames or []), "columns " + ",".join(CSV_COLUMNS))
+    rows, names, last = [], set(), 0.0
+    for i, r in enumerate(reader, start=2):
+        if limit is not None and len(rows) >= limit:
+            break
+        at = f"line {i}"
+        name = (r["name"] or "").strip()
+        if not name or len(name) > 64 or not all(ch.isalnum() or ch in "_.+-" for ch in name) or name in names:
+            raise TraceError(f"{at}, name", r["name"], "a unique name of letters, digits and _ . + -, at most 64")
+        names.add(name)
+        try:
+            t = float(r["time"])
+        except (TypeError, ValueError):
+            t = float("nan")
+        if not (t >= last and t < 1e9):
+            raise TraceError(f"{at}, time", r["time"], f"seconds, >= the previous row's {last:g}")
+        last = t
+        app = (r["application"] or "").strip()
+        if app not in applications:
+            raise TraceError(f"{at}, application", app, "one mapped to a model: " + ", ".join(sorted(applications))
+                             + " (trace.applications maps others)")
+        ints = {}
+        for col, top in (("num_replicas", n_hosts), ("batch_size", 10 ** 7)):
+            v = (r[col] or "").strip()
+            if not v.isdigit() or not 1 <= int(v) <= top:
+                raise TraceError(f"{at}, {col}", r[col], f"a whole number 1..{top}"
+                                 + (" (the topology's hosts)" if col == "num_replicas" else ""))
+            ints[col] = int(v)
+        rows.append({"name": name, "time": t, "application": app, **ints})
+    if not rows:
+        raise TraceError("rows", 0, "at least one job")
+    return rows
+
+
+def from_rows(rows, applications, profiles, iterations, iterations_scale, time_scale, batch, seed):
+    """Jobs for validated rows: the row's name, arrival (time x ``time_scale``), the model its
+    application maps to, its replicas as workers; iterations drawn (seeded) from ``iterations`` x
+    ``iterations_scale`` (the file has no job length); with ``batch: file`` a data-parallel job runs
+    at the file's batch_size / num_replicas per GPU."""
+    rng = np.random.default_rng(seed)
+    jobs = []
+    for r in rows:
+        model = applications[r["application"]]
+        it = max(1, int(round(rng.integers(iterations[0], iterations[1] + 1) * iterations_scale)))
+        job = {"name": r["name"], "model": model, "workers": r["num_replicas"], "iterations": it,
+               "arrival_s": round(r["time"] * time_scale, 3)}
+        prof = profiles[model]
+        if batch == "file" and prof.parallelism == "data" and prof.batch_size:
+            job["batch_size"] = max(1, round(r["batch_size"] / r["num_replicas"]))
+        jobs.append(job)
+    return jobs

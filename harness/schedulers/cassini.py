@@ -35,14 +35,42 @@ def quantised_period(it_ms, quantum_ms):
     return max(quantum_ms, round(it_ms / quantum_ms) * quantum_ms)
 
 
-def link_demands(placement, profiles_of, routes):
-    """{link: {job: demand_fn}} for every directed link any job crosses."""
+def link_demands(placement, profiles_of, routes, memo=None):
+    """{link: {job: demand_fn}} for every directed link any job crosses. ``memo`` (a dict kept by
+    the caller for one spec, routes, capacity and parameters) keeps each job's demands by its
+    hosts and period, so a running job's are computed once, not at every candidate and epoch."""
     out = {}
     for job, hosts in placement.items():
         prof = profiles_of[job]
-        for link, rates in traffic.link_loads(prof, hosts, routes).items():
-            out.setdefault(link, {})[job] = traffic.demand_fn(prof, rates)
+        key = ("demands", job, tuple(hosts), prof.iteration_ms)
+        loads = memo.get(key) if memo is not None else None
+        if loads is None:
+            loads = {link: traffic.demand_fn(prof, rates) for link, rates in traffic.link_loads(prof, hosts, routes).items()}
+            if memo is not None:
+                memo[key] = loads
+        for link, fn in loads.items():
+            out.setdefault(link, {})[job] = fn
     return out
+
+
+def memo_forget(memo, job):
+    """Drop what ``memo`` holds about ``job`` (it finished or left)."""
+    for key in [k for k in memo if (k[1] == job if k[0] == "demands" else any(x[0] == job for x in k[1]))]:
+        del memo[key]
+
+
+def _optimised(jobs, links, placement, profiles_of, shared, capacity, params, memo):
+    """circles.optimise for one link group, kept in ``memo`` by the group's jobs (with their hosts
+    and periods) and links: the same jobs on the same links give the same solution."""
+    key = ("group", tuple((j, tuple(placement[j]), profiles_of[j].iteration_ms) for j in jobs), tuple(links))
+    sol = memo.get(key) if memo is not None else None
+    if sol is None:
+        sol = circles.optimise([(profiles_of[j].iteration_ms, [shared[l][j] for l in links]) for j in jobs],
+                               capacity, params["discretization_deg"], params["quantum_ms"],
+                               params["max_perimeter_ms"], params["exact_max_jobs"])
+        if memo is not None:
+            memo[key] = sol
+    return sol
 
 
 def common_periods(link_jobs, natural, kept, tolerance):
@@ -63,17 +91,17 @@ def common_periods(link_jobs, natural, kept, tolerance):
     return out
 
 
-def evaluate(placement, profiles_of, routes, capacity, params, initial_shifts=None, kept_periods=None):
+def evaluate(placement, profiles_of, routes, capacity, params, initial_shifts=None, kept_periods=None, memo=None):
     """Optimise shifts for one candidate placement (CASSINI Algorithm 2, inner loop), with the jobs
-    on their common periods (``common_periods``; Evaluation.periods)."""
-    demands = link_demands(placement, profiles_of, routes)
+    on their common periods (``common_periods``; Evaluation.periods); ``memo``: see link_demands."""
+    demands = link_demands(placement, profiles_of, routes, memo)
     shared = {l: d for l, d in demands.items() if len(d) > 1}
     link_jobs = {l: sorted(d) for l, d in shared.items()}
     periods = common_periods(link_jobs, {j: profiles_of[j].iteration_ms for j in placement}, kept_periods or {},
                              params.get("common_period", 0.0))
     if any(periods[j] != profiles_of[j].iteration_ms for j in placement):
         profiles_of = {j: stretched(profiles_of[j], periods[j]) for j in placement}
-        demands = link_demands(placement, profiles_of, routes)
+        demands = link_demands(placement, profiles_of, routes, memo)
         shared = {l: d for l, d in demands.items() if len(d) > 1}
     groups = {}
     for l, js in sorted(link_jobs.items()):
@@ -85,9 +113,7 @@ def evaluate(placement, profiles_of, routes, capacity, params, initial_shifts=No
     for jobs, links in groups.items():
         gid = "+".join(links)
         group_jobs[gid] = list(jobs)
-        sol = circles.optimise([(profiles_of[j].iteration_ms, [shared[l][j] for l in links]) for j in jobs],
-                               capacity, params["discretization_deg"], q, params["max_perimeter_ms"],
-                               params["exact_max_jobs"])
+        sol = _optimised(jobs, links, placement, profiles_of, shared, capacity, params, memo)
         approx |= sol.approximate
         exact &= sol.exact
         for l, s in zip(links, sol.link_scores):
@@ -146,10 +172,10 @@ def _joint(g, broken, shared, profiles_of, period, capacity, params, shifts, lin
     return still
 
 
-def score_placement(placement, profiles_of, routes, capacity, params, shifts, with_jobs=False):
+def score_placement(placement, profiles_of, routes, capacity, params, shifts, with_jobs=False, memo=None):
     """Link scores of a placement running with given shifts (what a base scheduler gets);
     with ``with_jobs`` also {link: [jobs]} of the shared links."""
-    demands = link_demands(placement, profiles_of, routes)
+    demands = link_demands(placement, profiles_of, routes, memo)
     out, jobs = {}, {}
     for l, d in sorted(demands.items()):
         if len(d) > 1:
@@ -160,9 +186,9 @@ def score_placement(placement, profiles_of, routes, capacity, params, shifts, wi
     return (out, jobs) if with_jobs else out
 
 
-def choose(cands, profiles_of, routes, capacity, params, initial_shifts=None, kept_periods=None):
+def choose(cands, profiles_of, routes, capacity, params, initial_shifts=None, kept_periods=None, memo=None):
     """Best accepted candidate (highest score, then lowest index); None if all have loops."""
-    evals = [evaluate(c, profiles_of, routes, capacity, params, initial_shifts, kept_periods) for c in cands]
+    evals = [evaluate(c, profiles_of, routes, capacity, params, initial_shifts, kept_periods, memo) for c in cands]
     ok = [(i, e) for i, e in enumerate(evals) if e.accepted]
     if not ok:
         return None, evals

@@ -94,6 +94,7 @@ class EpochPolicy:
         self.base, self.use_cassini = spec.base, spec.uses_cassini
         self.shifts, self.periods, self.epoch_no = {}, {}, 0     # job -> shift; job -> the period it runs on
         self.record_links = True     # scores of shared links in the record even without CASSINI
+        self.memo = {}               # CASSINI's per-job demands and per-group solutions (cassini.link_demands)
 
     def place(self, t, placeable, running):
         """``running``: {job: hosts} of the jobs that keep their hosts. Returns (placement of
@@ -113,11 +114,12 @@ class EpochPolicy:
         if self.use_cassini:
             initial = {n: self.shifts[n] for n in running}
             kept = {n: self.period(n) for n in running}
-            idx, evals = cassini.choose(cands, prof_now, self.routes, self.capacity, params, initial, kept)
+            idx, evals = cassini.choose(cands, prof_now, self.routes, self.capacity, params, initial, kept, self.memo)
             epoch["candidates_rejected_loops"] = sum(1 for e in evals if not e.accepted)
             if idx is None:
                 chosen, new_shifts = cands[0], {**{n: 0.0 for n in cands[0]}, **initial}
-                link_scores = cassini.score_placement(chosen, prof_now, self.routes, self.capacity, params, new_shifts)
+                link_scores = cassini.score_placement(chosen, prof_now, self.routes, self.capacity, params, new_shifts,
+                                                      memo=self.memo)
                 link_jobs = evals[0].link_jobs
                 epoch.update(fallback="every candidate's affinity graph has an inconsistent loop: "
                                       "base placement, zero shifts", chosen_candidate=0,
@@ -139,7 +141,8 @@ class EpochPolicy:
             for j in placeable:
                 new_shifts[j.name] = (j.time_shift_ms or 0.0) if base == "fixed" else 0.0
             link_scores, link_jobs = cassini.score_placement(chosen, prof_now, self.routes, self.capacity, params,
-                                                             new_shifts, with_jobs=True) if self.record_links else ({}, {})
+                                                             new_shifts, with_jobs=True, memo=self.memo) \
+                if self.record_links else ({}, {})
             epoch.update(chosen_candidate=0, affinity_graph={"loop_free": None, "consistent": None})
         vals = list(link_scores.values())
         epoch["score"] = round(1.0 if not vals else sum(vals) / len(vals), 4)
@@ -160,6 +163,7 @@ class EpochPolicy:
     def forget(self, name):
         self.shifts.pop(name, None)
         self.periods.pop(name, None)
+        cassini.memo_forget(self.memo, name)
 
 
 

@@ -163,3 +163,31 @@ def test_time_dilation_in_spec():
     assert spec(jobs=[{"model": "vgg16"}], time_dilation=2).time_dilation == 2
     with pytest.raises(UsageError, match="time_dilation: 0.5"):
         spec(jobs=[{"model": "vgg16"}], time_dilation=0.5)
+
+
+def test_cassini_memo_changes_no_decision_and_forgets_finished_jobs():
+    """The memo of per-job demands and per-group solutions (cassini.link_demands) gives every
+    candidate the same evaluation as computing afresh, and holds nothing of a job once forgotten."""
+    from harness import spec as spec_mod
+    from harness.routing import compute_routes
+    from harness.schedulers import cassini
+    from harness.schedulers.policy import EpochPolicy
+    spec = spec_mod.load(ROOT / "experiments/poisson20-fattree.yaml", scheduler="themis+cassini")
+    routes = compute_routes(spec.topology)
+    ep = EpochPolicy(spec, routes)
+    running = {}
+    for job in spec.jobs[:6]:
+        placed, _epoch = ep.place(0.0, [job], running)
+        running.update(placed)
+    profiles_of = {n: ep.profiles_of[n] for n in running}
+    fresh = [cassini.evaluate({n: running[n]}, profiles_of, routes, ep.capacity, ep.params) for n in running]
+    fresh.append(cassini.evaluate(running, profiles_of, routes, ep.capacity, ep.params))
+    memoised = [cassini.evaluate({n: running[n]}, profiles_of, routes, ep.capacity, ep.params, memo=ep.memo)
+                for n in running]
+    memoised.append(cassini.evaluate(running, profiles_of, routes, ep.capacity, ep.params, memo=ep.memo))
+    assert [(e.score, e.shifts, e.link_scores) for e in memoised] == [(e.score, e.shifts, e.link_scores) for e in fresh]
+    assert any(k[0] == "group" for k in ep.memo)
+    gone = next(iter(running))
+    ep.forget(gone)
+    about = lambda k: {k[1]} if k[0] == "demands" else {x[0] for x in k[1]}  # noqa: E731
+    assert ep.memo and not [k for k in ep.memo if gone in about(k)]
