@@ -4,7 +4,7 @@
 For each load level (0, 1 or 2 busy loops, each pinned to its own core with sched_setaffinity) and
 each scheduler (themis, themis+cassini), runs ``interleave run experiments/demo.yaml`` --repeats
 times and reports the guard's signals (harness/fidelity.py: per-second CPU idle, agents' timer
-lateness, link shaping), its verdict, and the mean iteration the run measured. The guard is right
+lateness, link shaping, OVS's own drops), its verdict, and the mean iteration the run measured. The guard is right
 when the quiet runs pass and the loaded ones are flagged; the thresholds in harness/fidelity.py are
 chosen from these numbers. Prints a Markdown table; ``--publish FILE`` writes it into FILE's block
 ``<!-- interleave bench fidelity-guard -->`` ... ``<!-- end interleave bench fidelity-guard -->``.
@@ -68,13 +68,16 @@ def main():
     lines = [f"Thresholds: a busy second has under {fidelity.IDLE_MIN:.0%} idle CPU, at most "
              f"{fidelity.BUSY_SECONDS_MAX:.0%} of a run's seconds may be busy; agents' timer lateness p99 at most "
              f"{fidelity.TIMER_FRAC:.0%} of the shortest iteration (VGG19: 298 ms, so "
-             f"{fidelity.TIMER_FRAC * 298:.1f} ms).", "",
+             f"{fidelity.TIMER_FRAC * 298:.1f} ms); packets OVS lost itself at most "
+             f"{fidelity.DATAPATH_DROP_FRAC:.1%} of those its ports sent.", "",
              "| busy loops | scheduler | repeat | mean iteration | CPU idle (mean) | idle, worst second | busy seconds "
-             "| timers p99 (worst agent) | guard |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| timers p99 (worst agent) | OVS drops / packets sent | guard |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         lines.append(f"| {r['busy_loops']} | {r['scheduler']} | {r['repeat']} | {r['iteration_ms_mean']} ms | "
                      f"{r['cpu_idle_share']:.0%} | {r['cpu_idle_min_1s']:.0%} | {r['cpu_busy_seconds_share']:.0%} | "
-                     f"{r['timer_late_ms_p99_worst']} ms | {'ok' if r['ok'] else 'flagged'} |")
+                     f"{r['timer_late_ms_p99_worst']} ms | {r.get('datapath_drops')} / {r.get('datapath_packets')} | "
+                     f"{'ok' if r['ok'] else 'flagged'} |")
     emit_bench("fidelity-guard", "# fidelity guard\n\n" + "\n".join(lines) + "\n", args.publish,
                "sudo .venv/bin/python bench/fidelity_guard.py " + " ".join(sys.argv[1:]))
 

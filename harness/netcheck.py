@@ -260,6 +260,42 @@ def parse_socket_drops(ss_text, owner="ovs-vswitchd"):
     return drops
 
 
+def parse_dpctl_stats(text, ports):
+    """From ``ovs-appctl dpctl/show -s``: {"lost": upcalls the datapath lost, "dropped": RX and TX
+    dropped + errors summed over ``ports`` (names), "tx_packets": their TX packets}."""
+    import re
+    lost = sum(int(x) for x in re.findall(r"lookups: hit:\d+ missed:\d+ lost:(\d+)", text))
+    dropped = tx = 0
+    port = None
+    for line in text.splitlines():
+        head = re.match(r"\s+port \d+: (\S+)", line)
+        if head:
+            port = head.group(1)
+            continue
+        if port not in ports:
+            continue
+        rx = re.match(r"\s+RX packets:\d+ errors:(\d+) dropped:(\d+)", line)
+        txm = re.match(r"\s+TX packets:(\d+) errors:(\d+) dropped:(\d+)", line)
+        if rx:
+            dropped += int(rx.group(1)) + int(rx.group(2))
+        elif txm:
+            tx += int(txm.group(1))
+            dropped += int(txm.group(2)) + int(txm.group(3))
+    return {"lost": lost, "dropped": dropped, "tx_packets": tx}
+
+
+def datapath_counters(fab):
+    """The OVS datapath's own losses on ``fab``'s switch ports (the fidelity guard's ``datapath``
+    signal): dpctl's per-port drops and errors and lost upcalls, plus the packets the userspace
+    datapath's receive sockets dropped (``datapath_rx_drops``)."""
+    import subprocess
+    ports = {dev for dev, *_ in fab.switch_ports()}
+    text = subprocess.run(["ovs-appctl", "dpctl/show", "-s"], capture_output=True, text=True).stdout
+    c = parse_dpctl_stats(text, ports)
+    c["socket_dropped"] = sum(n for dev, n in datapath_rx_drops().items() if dev in ports)
+    return c
+
+
 def drops_since(before, now):
     """The per-device increase between two ``queue_drops``/``datapath_rx_drops`` readings."""
     return {d: n - before.get(d, 0) for d, n in now.items() if n - before.get(d, 0) > 0}

@@ -36,7 +36,7 @@ from harness.fabric import Fabric
 from harness.fidelity import cpu_idle, idle_shares
 from harness.lifecycle import RunLock
 from harness.linkmodel import LinkParams
-from harness.netcheck import ce_received
+from harness.netcheck import ce_received, datapath_counters
 from harness.progress import Progress
 from harness.replay import COLUMNS as ITER_COLUMNS, Replayer, byte_scale
 from harness.schedulers import flowplan
@@ -206,6 +206,7 @@ class Session:
         self.n_entries = len(self.pending)
         self.started, self.finished, self.ce0, self.ce1 = {}, {}, {}, {}
         self.idle_samples = [cpu_idle()]
+        self.datapath0 = datapath_counters(fab)
 
     def run(self):
         self.tm = Telemetry(self.fab, self.work / "telemetry",
@@ -238,7 +239,8 @@ class Session:
         caught_up = wait_ce_caught_up(self.fab, self.tm.of_path, timeout_s=CE_CATCH_UP_S)
         self.tm.stop()
         self.idle_samples.append(cpu_idle())
-        return {"iters": self.rp.iterations(), "flows": self.rp.flows(), "links": self.tm.links(self.run_start),
+        datapath = fidelity.datapath_delta(self.datapath0, datapath_counters(self.fab))
+        return {"datapath": datapath, "iters": self.rp.iterations(), "flows": self.rp.flows(), "links": self.tm.links(self.run_start),
                 "agents": self.rp.summaries(), "started": self.started, "ce0": self.ce0, "ce1": self.ce1,
                 "idle": idle_shares(self.idle_samples), "ce_caught_up": caught_up}
 
@@ -446,7 +448,7 @@ def guard(m, links, plan, dil, topo):
     peak = max_window_utilization(links, rates, 1.0)
     allowed = max(shaping_allowance(l.params, dil.wall(1.0)) for l in topo.links)
     signals = fidelity.signals(m["idle"], list(m["agents"].values()), peak, allowed,
-                               min(j["iteration_ms"] for j in plan["jobs"]))
+                               min(j["iteration_ms"] for j in plan["jobs"]), m.get("datapath"))
     ok, notes = fidelity.verdict(signals)
     return {"ok": ok, "notes": notes, **signals}
 

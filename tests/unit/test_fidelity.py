@@ -34,3 +34,25 @@ def test_late_timers_and_broken_shaping_flag_the_run():
     assert not fidelity.verdict(sig([0.6] * 10, late=limit, iteration_ms=100.0))[0]   # relative to the iteration
     ok, notes = fidelity.verdict(sig([0.6] * 10, peak=1.2, allowed=1.02))
     assert not ok and "shaping is not holding" in notes[0]
+
+
+def test_datapath_drops_are_read_per_port_and_flag_a_run():
+    """dpctl/show -s (the format of OVS 3.1's userspace datapath, one port of another bridge with
+    drops that are not ours): our ports' RX/TX dropped and errors plus lost upcalls."""
+    from pathlib import Path
+
+    from harness.fidelity import DATAPATH_DROP_FRAC, datapath_delta
+    from harness.netcheck import parse_dpctl_stats
+    text = (Path(__file__).parent / "fixtures/dpctl_show_s.txt").read_text()
+    c = parse_dpctl_stats(text, {"ils2-eth1", "ils2-eth2"})
+    assert c == {"lost": 3, "dropped": 7 + 1 + 2, "tx_packets": 1037}
+    zero = {"lost": 0, "dropped": 0, "socket_dropped": 0, "tx_packets": 0}
+    d = datapath_delta(zero, {**c, "socket_dropped": 4})
+    assert (d["drops"], d["packets"]) == (17, 1037)
+    base = dict(cpu_busy_seconds_share=0.0, timer_late_ms_p99_worst=1.0, timer_late_ms_allowed=10.0,
+                max_link_utilization_1s=0.9, shaping_allowance=1.01)
+    ok, notes = fidelity.verdict({**base, "datapath_drops": d["drops"], "datapath_packets": d["packets"]})
+    assert not ok and "OVS lost 17 packets itself" in notes[0]
+    few = int(DATAPATH_DROP_FRAC * 100_000)
+    assert fidelity.verdict({**base, "datapath_drops": few, "datapath_packets": 100_000}) == (True, [])
+    assert fidelity.verdict({**base, "datapath_drops": None, "datapath_packets": None}) == (True, [])
