@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-IDLE_MIN = 0.10               # a second with less idle CPU than this is a busy second
+IDLE_MIN = 0.20               # a second with less idle CPU than this is a busy second (0.10 until
+                              # 2026-12-02: one busy loop then passed 2 of 4 runs; results/README.md)
 BUSY_SECONDS_MAX = 0.10       # at most this share of busy seconds in a run
 TIMER_FRAC = 0.05             # agents' sleep lateness, p99 of the worst agent, over the shortest iteration
 DATAPATH_DROP_FRAC = 1e-3     # packets OVS lost itself, over the packets the fabric's ports sent
@@ -62,6 +63,7 @@ def signals(idle_per_s, agent_summaries, peak_util, allowed_util, iteration_ms_m
         "timer_late_ms_allowed": round(TIMER_FRAC * iteration_ms_min, 2),
         "max_link_utilization_1s": round(peak_util, 3),
         "shaping_allowance": round(allowed_util, 3),
+        "cpu_idle_per_s": [round(float(x), 3) for x in idle],
         "datapath_drops": None if datapath is None else datapath["drops"],
         "datapath_packets": None if datapath is None else datapath["packets"],
     }
