@@ -183,15 +183,20 @@ def client(workers=None, cluster=None, emulated=False):
         finally:
             c.close()
         return
-    with dask.config.set(DASK_CONFIG):
-        lc = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                          silence_logs=logging.ERROR, resources={FABRIC: 1} if emulated else None)
-    c = Client(lc)
+    scratch = tempfile.mkdtemp(prefix="interleave-dask-")      # Dask's own files; removed after
     try:
-        yield c
+        with dask.config.set({**DASK_CONFIG, "temporary-directory": scratch}):
+            lc = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                              silence_logs=logging.ERROR, resources={FABRIC: 1} if emulated else None,
+                              local_directory=scratch)
+        c = Client(lc)
+        try:
+            yield c
+        finally:
+            c.close()
+            lc.close()
     finally:
-        c.close()
-        lc.close()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _quiet_logs(level=logging.WARNING):
@@ -367,16 +372,24 @@ def serve_worker(address, nworkers, fabric, log):
     ``fabric=1`` when ``fabric`` (emulated runs), the others take simulated runs only."""
     import asyncio
 
+    import dask
     from distributed import Nanny
 
     _quiet_logs()
 
+    scratch = tempfile.mkdtemp(prefix="interleave-dask-")
+
+    dask.config.set({"temporary-directory": scratch})
+
     async def main():
         nannies = [Nanny(address, nthreads=1, resources={FABRIC: 1} if fabric and i == 0 else None,
-                         local_directory=tempfile.gettempdir(), name=f"{socket.gethostname()}-{i}",
+                         local_directory=scratch, name=f"{socket.gethostname()}-{i}",
                          silence_logs=logging.WARNING)
                    for i in range(nworkers)]
         await asyncio.gather(*nannies)
         log(f"worker: {nworkers} process(es) joined {address}" + (f", the first offers {FABRIC}=1" if fabric else ""))
         await asyncio.gather(*(n.finished() for n in nannies))
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -29,9 +29,9 @@ def test_an_emulated_run_goes_through_a_fabric_worker(tmp_path):
     (tmp_path / "set.yaml").write_text("name: one\nruns: [{spec: short.yaml, schedulers: [themis+cassini]}]\n")
     st = sets.load_set(tmp_path / "set.yaml")
     logs = []
-    with dask.config.set(sweep.DASK_CONFIG):
+    with dask.config.set({**sweep.DASK_CONFIG, "temporary-directory": str(tmp_path / "dask")}):
         lc = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
-                          resources={sweep.FABRIC: 1})
+                          resources={sweep.FABRIC: 1}, local_directory=tmp_path / "dask")
     try:
         failed = sweep.execute(st, tmp_path / "out", sets.run_dir, sweep.emulated_run, logs.append,
                                cluster=lc.scheduler_address, emulated=True, remote_scratch=tmp_path / "worker")

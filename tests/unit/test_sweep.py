@@ -41,10 +41,12 @@ def on_dask(st, out, run=sets.simulated_run, **kw):
 
 
 @pytest.fixture(scope="module")
-def two_workers():
+def two_workers(tmp_path_factory):
     """A LocalCluster of two worker processes, configured like the one ``--workers`` starts."""
-    with dask.config.set(sweep.DASK_CONFIG):
-        lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    scratch = tmp_path_factory.mktemp("dask")
+    with dask.config.set({**sweep.DASK_CONFIG, "temporary-directory": str(scratch)}):
+        lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                          local_directory=scratch)
     yield lc.scheduler_address
     lc.close()
 
