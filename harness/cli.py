@@ -449,7 +449,8 @@ def main(argv=None):
         log(f"interleave {args.command}: {exc}")
         return exc.exit_status
     except KeyboardInterrupt:
-        torn = "; the network was torn down" if args.command in BUILDS_NETWORKS else ""
+        builds = args.command in BUILDS_NETWORKS and not getattr(args, "simulate", False)
+        torn = "; the network was torn down" if builds else ""
         log(f"interleave {args.command}: interrupted{torn}")
         return 130
     except BrokenPipeError:  # output piped into e.g. head

@@ -240,8 +240,8 @@ class Session:
         self.tm.stop()
         self.idle_samples.append(cpu_idle())
         datapath = fidelity.datapath_delta(self.datapath0, datapath_counters(self.fab))
-        return {"datapath": datapath, "iters": self.rp.iterations(), "flows": self.rp.flows(), "links": self.tm.links(self.run_start),
-                "agents": self.rp.summaries(), "started": self.started, "ce0": self.ce0, "ce1": self.ce1,
+        return {"iters": self.rp.iterations(), "flows": self.rp.flows(), "links": self.tm.links(self.run_start),
+                "datapath": datapath, "agents": self.rp.summaries(), "started": self.started, "ce0": self.ce0, "ce1": self.ce1,
                 "idle": idle_shares(self.idle_samples), "ce_caught_up": caught_up}
 
     def due(self, entry, now):

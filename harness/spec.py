@@ -396,14 +396,20 @@ def _trace_jobs(where, trace, profiles, n_hosts, seed):
         return traces.generate(trace, profiles, n_hosts, seed)
     for k in ("workers", "iterations"):
         if k in trace:
-            v = trace[k]
-            if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) and x >= 1 for x in v) and v[0] <= v[1]):
-                raise SpecError(where, f"trace.{k}", v, "[min, max] whole numbers, 1 <= min <= max")
+            _min_max(where, f"trace.{k}", trace[k])
     if "iterations_scale" in trace:
         _float(where, "trace.iterations_scale", trace["iterations_scale"], strict=True)
     if trace.get("workers", [2, 4])[1] > n_hosts:
         raise SpecError(where, "trace.workers", trace["workers"], f"at most the {n_hosts} hosts of the topology")
     return traces.generate(trace, profiles, n_hosts, seed)
+
+
+def _min_max(where, key, v):
+    """``v`` if it is [min, max] whole numbers with 1 <= min <= max; else a SpecError."""
+    if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 1
+                                                        for x in v) and v[0] <= v[1]):
+        raise SpecError(where, key, v, "[min, max] whole numbers, 1 <= min <= max")
+    return v
 
 
 def _csv_trace(where, trace, profiles, n_hosts, seed):
@@ -419,16 +425,14 @@ def _csv_trace(where, trace, profiles, n_hosts, seed):
                         "relative to the spec's directory")
     path = Path(f) if Path(f).is_absolute() else Path(where).parent / f
     apps = {**{a: m for a, (m, _why) in traces.APPLICATIONS.items()},
-            **(mapping(where, "trace.applications", trace.get("applications"), "a mapping {application: model}") or {})}
+            **(mapping(where, "trace.applications", trace.get("applications"), "a mapping {application: model}"))}
     for a, m in apps.items():
         if not isinstance(a, str) or not isinstance(m, str) or m not in profiles:
             raise SpecError(where, f"trace.applications.{a}", m, "a known model: " + ", ".join(sorted(profiles)))
     if "jobs" in trace:
         _int(where, "trace.jobs", trace["jobs"], minimum=1)
     scale = _float(where, "trace.time_scale", trace.get("time_scale", 1.0), strict=True)
-    it = trace.get("iterations", [200, 1000])
-    if not (isinstance(it, list) and len(it) == 2 and all(isinstance(x, int) and x >= 1 for x in it) and it[0] <= it[1]):
-        raise SpecError(where, "trace.iterations", it, "[min, max] whole numbers, 1 <= min <= max")
+    it = _min_max(where, "trace.iterations", trace.get("iterations", [200, 1000]))
     it_scale = _float(where, "trace.iterations_scale", trace.get("iterations_scale", 1.0), strict=True)
     batch = trace.get("batch", "profile")
     if batch not in ("profile", "file"):
@@ -439,7 +443,7 @@ def _csv_trace(where, trace, profiles, n_hosts, seed):
     except UsageError as exc:
         raise SpecError(where, "trace.file", f, str(exc))
     try:
-        rows = traces.read_rows(text, apps, n_hosts, trace.get("jobs"))
+        rows = traces.read_rows(text, apps, n_hosts, NAME_RULE, trace.get("jobs"))
     except traces.TraceError as exc:
         raise SpecError(where, f"trace.file {f}: {exc.where}", exc.value, exc.allowed)
     return traces.from_rows(rows, apps, profiles, it, it_scale, scale, batch, seed)

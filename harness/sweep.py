@@ -377,8 +377,7 @@ def serve_worker(address, nworkers, fabric, log):
 
     _quiet_logs()
 
-    scratch = tempfile.mkdtemp(prefix="interleave-dask-")
-
+    scratch = tempfile.mkdtemp(prefix="interleave-dask-")      # Dask's own files; removed at exit
     dask.config.set({"temporary-directory": scratch})
 
     async def main():

@@ -99,11 +99,12 @@ def generate(trace, profiles, n_hosts, seed):
     raise ValueError(kind)
 
 
-def read_rows(text, applications, n_hosts, limit=None):
-    """The rows of a CSV trace (``CSV_COLUMNS``, in time order), each checked: a TraceError names
-    the first bad one. ``limit``: only the first rows."""
+def read_rows(text, applications, n_hosts, name_rule, limit=None):
+    """The rows of a CSV trace (``CSV_COLUMNS``, in time order), each checked (names against the
+    spec's ``name_rule`` regex): a TraceError names the first bad one. ``limit``: only the first rows."""
     import csv
     import io
+    import re
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
@@ -114,8 +115,9 @@ def read_rows(text, applications, n_hosts, limit=None):
             break
         at = f"line {i}"
         name = (r["name"] or "").strip()
-        if not name or len(name) > 64 or not all(ch.isalnum() or ch in "_.+-" for ch in name) or name in names:
-            raise TraceError(f"{at}, name", r["name"], "a unique name of letters, digits and _ . + -, at most 64")
+        if not re.fullmatch(name_rule, name) or name in names:
+            raise TraceError(f"{at}, name", r["name"], "a unique job name (letters, digits and _ . + -, at most 64, "
+                             "starting with a letter or digit)")
         names.add(name)
         try:
             t = float(r["time"])
