@@ -3,7 +3,11 @@ skips them without root; CI runs as root).
 
 Every test here is checked for leaks: after it, no bridge, veth, BPF pin or process of ours may
 remain that was not there before, and every global setting is as it was (tests.helpers.net_state).
+Leftovers of a run killed before the session (what ``interleave clean`` removes) are cleaned first:
+otherwise the first test's run would clean them and its leak check would see the change.
 """
+import os
+
 import pytest
 
 from tests.helpers import net_state, sysctl_changes
@@ -16,6 +20,16 @@ def assert_no_leaks(before, after):
     assert after["allowed_cc"] == before["allowed_cc"]
     changed = sysctl_changes(before["sysctls"], after["sysctls"])
     assert not changed, f"global settings changed: {dict(list(changed.items())[:10])}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def earlier_runs_cleaned():
+    if os.geteuid() == 0:
+        from harness.lifecycle import RunLock
+        lock = RunLock(log=lambda msg: print(f"emulation tests: {msg}"))
+        lock.acquire()      # cleans a dead run's ledger, as ``interleave clean`` does
+        lock.release()
+    yield
 
 
 @pytest.fixture(autouse=True)
