@@ -247,16 +247,28 @@ def from_mapping(raw, where="spec"):
 
 
 def _themis(where, raw):
-    """``themis: {racks: fewest | penalty}``: how themis (and ideal) place a job on the free GPUs."""
-    t = mapping(where, "themis", raw.get("themis"), "a mapping {racks}") or {}
+    """``themis: {racks, lease_s, restart_s, max_workers}``: how themis (and ideal) place a job on the
+    free GPUs, and its lease auctions (harness.schedulers.themis; ``lease_s`` unset: none)."""
+    from harness.schedulers.themis import DEFAULTS
+    allowed = ["racks", *DEFAULTS]
+    t = mapping(where, "themis", raw.get("themis"), "a mapping {" + ", ".join(allowed) + "}") or {}
     for k in t:
-        if k != "racks":
-            raise SpecError(where, f"themis.{k}", t[k], "unknown key; allowed: racks")
+        if k not in allowed:
+            raise SpecError(where, f"themis.{k}", t[k], "unknown key; allowed: " + ", ".join(allowed))
     racks = t.get("racks", "fewest")
     if racks not in THEMIS_RACKS:
         raise SpecError(where, "themis.racks", racks, "fewest (best fit into the fewest racks) | penalty (the "
                         "paper's rack-level slowdown penalty only)")
-    return {"racks": racks}
+    out = {"racks": racks}
+    if t.get("lease_s") is not None:
+        out["lease_s"] = _float(where, "themis.lease_s", t["lease_s"], strict=True)
+        out["restart_s"] = _float(where, "themis.restart_s", t.get("restart_s", DEFAULTS["restart_s"]))
+        out["max_workers"] = _int(where, "themis.max_workers", t.get("max_workers", DEFAULTS["max_workers"]))
+    else:
+        for k in ("restart_s", "max_workers"):
+            if k in t:
+                raise SpecError(where, f"themis.{k}", t[k], "only with themis.lease_s (the auctions it configures)")
+    return out
 
 
 def _fabric(where, raw, ref):

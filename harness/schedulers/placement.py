@@ -6,7 +6,8 @@ aggregation switches. Pinned hosts from a spec are always respected.
   themis  (Mahajan et al., NSDI'20), kept: finish-time fairness decides *who* gets GPUs (jobs
           furthest behind their fair share first; at one epoch with no history that is arrival
           order), a job gets the workers it asks for, and the network penalty for spanning racks
-          makes it pack into as few racks as possible. Not kept: auctions, leases, bid valuation.
+          makes it pack into as few racks as possible (``racks: penalty``: the paper's rack penalty
+          only). Leases and finish-time-fairness auctions: harness.schedulers.themis (simulator).
   pollux  (Qiao et al., OSDI'21), kept: worker counts chosen for cluster goodput, greedily adding the
           worker with the largest marginal goodput, with speedup N / (1 + c (N - 1)) (c = the job's
           communication fraction) and a statistical-efficiency penalty past its requested count
