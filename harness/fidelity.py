@@ -52,8 +52,12 @@ def datapath_delta(before, after):
 
 
 def signals(idle_per_s, agent_summaries, peak_util, allowed_util, iteration_ms_min, datapath=None):
-    """The guard's inputs, as summary.json reports them (``datapath``: ``datapath_delta``)."""
+    """The guard's inputs, as summary.json reports them (``datapath``: ``datapath_delta``).
+    ``iteration_ms_min``: the shortest iteration on the wall clock, the clock the agents' sleeps
+    are late on (with ``time_dilation: D``, D times the plan's)."""
     late = [s["timer_late_ms"]["p99"] for s in agent_summaries if s.get("timer_late_ms")]
+    by_agent = {f"{s.get('job')}.w{s.get('worker')}": s["timer_late_ms"]["p99"]
+                for s in agent_summaries if s.get("timer_late_ms")}
     idle = np.array(idle_per_s, dtype=float)
     return {
         "cpu_idle_share": round(float(idle.mean()), 3) if len(idle) else None,
@@ -61,6 +65,7 @@ def signals(idle_per_s, agent_summaries, peak_util, allowed_util, iteration_ms_m
         "cpu_busy_seconds_share": round(float((idle < IDLE_MIN).mean()), 3) if len(idle) else None,
         "timer_late_ms_p99_worst": round(max(late), 2) if late else None,
         "timer_late_ms_allowed": round(TIMER_FRAC * iteration_ms_min, 2),
+        "timer_late_ms_p99_by_agent": dict(sorted(by_agent.items(), key=lambda kv: -kv[1])),
         "max_link_utilization_1s": round(peak_util, 3),
         "shaping_allowance": round(allowed_util, 3),
         "cpu_idle_per_s": [round(float(x), 3) for x in idle],

@@ -443,12 +443,13 @@ def job_metrics(j, iters, m):
 
 def guard(m, links, plan, dil, topo):
     """The fidelity guard's signals and verdict (harness.fidelity), on model time: link rates are
-    the model's (the fabric's times D), a window of one model second holds D wall seconds."""
+    the model's (the fabric's times D), a window of one model second holds D wall seconds; the
+    agents' sleeps are late on the wall clock, against the shortest iteration on that clock."""
     rates = {did: dil.wall(l.params.rate_bps) for l in topo.links for did, *_ in l.directions()}
     peak = max_window_utilization(links, rates, 1.0)
     allowed = max(shaping_allowance(l.params, dil.wall(1.0)) for l in topo.links)
     signals = fidelity.signals(m["idle"], list(m["agents"].values()), peak, allowed,
-                               min(j["iteration_ms"] for j in plan["jobs"]), m.get("datapath"))
+                               dil.wall(min(j["iteration_ms"] for j in plan["jobs"])), m.get("datapath"))
     ok, notes = fidelity.verdict(signals)
     return {"ok": ok, "notes": notes, **signals}
 

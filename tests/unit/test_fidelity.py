@@ -56,3 +56,20 @@ def test_datapath_drops_are_read_per_port_and_flag_a_run():
     few = int(DATAPATH_DROP_FRAC * 100_000)
     assert fidelity.verdict({**base, "datapath_drops": few, "datapath_packets": 100_000}) == (True, [])
     assert fidelity.verdict({**base, "datapath_drops": None, "datapath_packets": None}) == (True, [])
+
+
+def test_timer_lateness_is_judged_on_the_wall_clock_of_a_dilated_run():
+    """Agents sleep on the wall clock: with time_dilation 2 a 58 ms iteration lasts 116 ms, so 4 ms
+    of lateness is within 5 % of it (5.8 ms) but not of the undilated 58 ms (2.9 ms)."""
+    import pandas as pd
+    from harness.runner import guard
+    from topologies import dumbbell
+    from workloads.timing import Dilation
+    links = pd.DataFrame({"source": [], "tx_bytes": [], "direction": [], "time": []})
+    m = {"idle": [0.6] * 30, "agents": {("n2", 0): {"job": "n2", "worker": 0, "timer_late_ms": {"p99": 4.0}}}}
+    plan = {"jobs": [{"iteration_ms": 58.0}]}
+    dilated = guard(m, links, plan, Dilation(2.0), dumbbell(2))
+    assert dilated["ok"] and dilated["timer_late_ms_allowed"] == 5.8
+    assert dilated["timer_late_ms_p99_by_agent"] == {"n2.w0": 4.0}
+    plain = guard(m, links, plan, Dilation(1.0), dumbbell(2))
+    assert not plain["ok"] and plain["timer_late_ms_allowed"] == 2.9
