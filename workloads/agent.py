@@ -35,7 +35,7 @@ import sys
 import time
 
 from workloads import patterns, timing
-from workloads.wire import (SLICE, Peers, Stopped, connect_deadline, exchange, lateness_ms, now,
+from workloads.wire import (PACING, SLICE, Peers, Stopped, connect_deadline, exchange, lateness_ms, now,
                             precise_sleeps, sleep_until)
 
 
@@ -219,7 +219,7 @@ def replay(cfg, worker, out_path):
         peers.close()
     print(json.dumps({"job": cfg["job"], "worker": worker, "iterations": done, "realignments": align.realigns,
                       "step_latency_ms": {k: round(v * 1000, 3) for k, v in tails.items()},
-                      "timer_late_ms": lateness_ms()}),
+                      "timer_late_ms": lateness_ms(), "pacing_late_ms": lateness_ms(PACING)}),
           flush=True)
     return 0
 

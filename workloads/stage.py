@@ -32,7 +32,7 @@ import struct
 import threading
 
 from workloads import timing
-from workloads.wire import (PAYLOAD, SLICE, Peers, Stopped, connect_deadline, drain, lateness_ms, now,
+from workloads.wire import (PACING, PAYLOAD, SLICE, Peers, Stopped, connect_deadline, drain, lateness_ms, now,
                             recv_exact, send_all, sleep_until)
 
 HEADER = struct.Struct("!IIdd")     # step, flow index, step reference (monotonic s), release time
@@ -56,7 +56,7 @@ def paced_send(sock, n, ref, schedule, tail_s=0.0):
     sent = 0
     while sent < n:
         k = min(SLICE, n - sent)
-        sleep_until(ref + schedule_time(ts, xs, (sent + k) / n) - tail_s)
+        sleep_until(ref + schedule_time(ts, xs, (sent + k) / n) - tail_s, PACING)
         sock.sendall(PAYLOAD[:k])
         sent += k
 
@@ -220,5 +220,6 @@ def _calibration_then_receive(w, sock):
 
 
 def main(cfg, worker, out_path):
-    print(json.dumps({**run(cfg, worker, out_path), "timer_late_ms": lateness_ms()}), flush=True)
+    print(json.dumps({**run(cfg, worker, out_path), "timer_late_ms": lateness_ms(),
+                      "pacing_late_ms": lateness_ms(PACING)}), flush=True)
     return 0

@@ -18,7 +18,8 @@ HEADER = struct.Struct("!I")
 PAYLOAD = b"\0" * (1 << 20)
 CONNECT_MARGIN_S = 0.3    # connections done this long before the first slot
 CONNECT_FALLBACK_S = 10.0  # ... or within this long when the first slot is less than a second away
-LATENESS = []             # seconds each sleep_until woke up after its target (the fidelity guard's timers)
+LATENESS = []             # seconds each timing sleep woke up after its target (the fidelity guard's timers)
+PACING = []               # the same for the pacing sleeps between slices of a flow (reported, not judged)
 
 
 def precise_sleeps():
@@ -35,25 +36,38 @@ def now():
     return time.clock_gettime(time.CLOCK_MONOTONIC)
 
 
-def sleep_until(t):
+def sleep_until(t, into=LATENESS):
+    """Sleep until monotonic time ``t``; how late it woke goes into ``into`` (LATENESS: a sleep that
+    times a compute phase, a shift or a slot; PACING: one between slices of a paced flow, whose
+    lateness the following slices catch up, as a congested flow's)."""
     slept = False
     while True:
         d = t - now()
         if d <= 0:
             if slept:
-                LATENESS.append(-d)
+                into.append(-d)
             return
         slept = True
         time.sleep(min(d, 0.05))
 
 
-def lateness_ms():
-    """{p50, p99, max} of the sleeps' lateness in ms (None without sleeps)."""
-    if not LATENESS:
+LATE_BIN_MS = 0.05        # the lateness histogram's bins (harness.fidelity pools them over agents) ...
+LATE_BINS = 2000          # ... up to 100 ms; bin LATE_BINS holds everything later
+
+
+def lateness_ms(samples=LATENESS):
+    """{p50, p99, max, n, hist} of the sleeps' lateness in ms (None without sleeps); ``hist``:
+    {bin: count}, bin i holding lateness in [i, i + 1) x LATE_BIN_MS, the last one beyond."""
+    if not samples:
         return None
-    xs = sorted(LATENESS)
+    xs = sorted(samples)
     pick = lambda q: round(xs[min(len(xs) - 1, int(q * len(xs)))] * 1000, 3)
-    return {"p50": pick(0.5), "p99": pick(0.99), "max": round(xs[-1] * 1000, 3), "n": len(xs)}
+    hist = {}
+    for x in xs:
+        b = min(LATE_BINS, int(x * 1000 / LATE_BIN_MS))
+        hist[b] = hist.get(b, 0) + 1
+    return {"p50": pick(0.5), "p99": pick(0.99), "max": round(xs[-1] * 1000, 3), "n": len(xs),
+            "hist": {str(b): c for b, c in hist.items()}}
 
 
 def connect_deadline(first_start):
@@ -98,7 +112,7 @@ def send_paced(sock, n, rate_bytes, tail_s=0.0):
     sent = 0
     while sent < n:
         k = min(SLICE, n - sent)
-        sleep_until(t0 + (sent + k) / rate_bytes - tail_s)
+        sleep_until(t0 + (sent + k) / rate_bytes - tail_s, PACING)
         sock.sendall(PAYLOAD[:k])
         sent += k
 
