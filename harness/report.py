@@ -165,7 +165,8 @@ def plot_link(runs, link, out):
         ax.set_ylabel("utilisation")
         ax.set_ylim(0, 1.15)
         ax.set_title(f"{link}: {label(r)}", fontsize=9)
-        ax.legend(fontsize=7, loc="upper right")
+        if ax.get_legend_handles_labels()[0]:     # a link no job's phases were drawn on has no legend
+            ax.legend(fontsize=7, loc="upper right")
     axes[-1, 0].set_xlabel("time since run start (s)")
     fig.tight_layout()
     name = f"link_{link.replace('>', '_to_')}.png"
