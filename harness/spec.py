@@ -18,7 +18,7 @@ from workloads.profiles import ProfileError, at_batch, at_workers, builtins, fro
 
 TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "trace", "scheduler",
             "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation", "netsens", "background",
-            "themis", "allreduce"}
+            "themis", "pollux", "allreduce"}
 ALLREDUCE = ("fixed", "ring")           # a data-parallel phase's length on N workers: the profile's | 2(N-1)/N
 THEMIS_RACKS = ("fewest", "penalty")     # harness.schedulers.placement: best fit | the paper's rack penalty
 JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms", "pipeline", "tensor",
@@ -87,6 +87,7 @@ class Spec:
     cassini: dict = field(default_factory=dict)
     netsens: dict = field(default_factory=dict)
     themis: dict = field(default_factory=lambda: {"racks": "fewest"})
+    pollux: dict = field(default_factory=dict)
     background: float = 0.0
     time_dilation: float = 1.0
     flow_scheduler: str = "fair"
@@ -227,6 +228,7 @@ def from_mapping(raw, where="spec"):
     netsens = validate_netsens(where, raw.get("netsens"), SpecError)
     background = _background(where, raw)
     themis = _themis(where, raw)
+    pollux = _pollux(where, raw)
     if ("jobs" in raw) == ("trace" in raw):
         raise SpecError(where, "jobs/trace", None, "exactly one of jobs (explicit) or trace (generated)")
     if "trace" in raw:
@@ -243,13 +245,13 @@ def from_mapping(raw, where="spec"):
     _job_kinds(where, jobs, scheduler, fs, background)
     return Spec(name=name, topology=topo, link=link, reference_gbps=ref, profiles=profiles, jobs=jobs,
                 scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
-                netsens=netsens, themis=themis, background=background, flow_scheduler=fs, source=where, raw=raw)
+                netsens=netsens, themis=themis, pollux=pollux, background=background, flow_scheduler=fs, source=where, raw=raw)
 
 
 def _themis(where, raw):
     """``themis: {racks, lease_s, restart_s, max_workers}``: how themis (and ideal) place a job on the
-    free GPUs, and its lease auctions (harness.schedulers.themis; ``lease_s`` unset: none)."""
-    from harness.schedulers.themis import DEFAULTS
+    free GPUs, and its lease auctions (harness.schedulers.reallocation; ``lease_s`` unset: none)."""
+    from harness.schedulers.reallocation import THEMIS_DEFAULTS as DEFAULTS
     allowed = ["racks", *DEFAULTS]
     t = mapping(where, "themis", raw.get("themis"), "a mapping {" + ", ".join(allowed) + "}") or {}
     for k in t:
@@ -269,6 +271,23 @@ def _themis(where, raw):
             if k in t:
                 raise SpecError(where, f"themis.{k}", t[k], "only with themis.lease_s (the auctions it configures)")
     return out
+
+
+def _pollux(where, raw):
+    """``pollux: {interval_s, restart_s}``: pollux's periodic reallocation for goodput
+    (harness.schedulers.reallocation; ``interval_s`` unset: counts chosen once, at placement)."""
+    from harness.schedulers.reallocation import POLLUX_DEFAULTS
+    allowed = list(POLLUX_DEFAULTS)
+    t = mapping(where, "pollux", raw.get("pollux"), "a mapping {" + ", ".join(allowed) + "}") or {}
+    for k in t:
+        if k not in allowed:
+            raise SpecError(where, f"pollux.{k}", t[k], "unknown key; allowed: " + ", ".join(allowed))
+    if t.get("interval_s") is None:
+        if "restart_s" in t:
+            raise SpecError(where, "pollux.restart_s", t["restart_s"], "only with pollux.interval_s")
+        return {}
+    return {"interval_s": _float(where, "pollux.interval_s", t["interval_s"], strict=True),
+            "restart_s": _float(where, "pollux.restart_s", t.get("restart_s", POLLUX_DEFAULTS["restart_s"]))}
 
 
 def _fabric(where, raw, ref):

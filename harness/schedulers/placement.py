@@ -7,7 +7,7 @@ aggregation switches. Pinned hosts from a spec are always respected.
           furthest behind their fair share first; at one epoch with no history that is arrival
           order), a job gets the workers it asks for, and the network penalty for spanning racks
           makes it pack into as few racks as possible (``racks: penalty``: the paper's rack penalty
-          only). Leases and finish-time-fairness auctions: harness.schedulers.themis (simulator).
+          only). Leases and finish-time-fairness auctions: harness.schedulers.reallocation.
   pollux  (Qiao et al., OSDI'21), kept: worker counts chosen for cluster goodput, greedily adding the
           worker with the largest marginal goodput, with speedup N / (1 + c (N - 1)) (c = the job's
           communication fraction) and a statistical-efficiency penalty past its requested count
@@ -114,16 +114,19 @@ def pollux_workers(jobs, profiles, n_free):
     return alloc
 
 
-def candidates(policy, jobs, topo, profiles, free, fixed=None, n=10, seed=1, rack_rule="fewest"):
+def candidates(policy, jobs, topo, profiles, free, fixed=None, n=10, seed=1, rack_rule="fewest", counts=None):
     """Up to ``n`` placements {job: [hosts]} for ``jobs`` on ``free`` hosts; ``fixed`` jobs kept.
-    ``rack_rule`` (themis, ideal): ``fewest`` racks (best fit) or the paper's rack ``penalty`` only."""
+    ``rack_rule`` (themis, ideal): ``fewest`` racks (best fit) or the paper's rack ``penalty`` only.
+    ``counts``: {job: workers} already decided (a reallocation), else the policy's own."""
     fixed = dict(fixed or {})
     rack_of = {h: topo.edge_of(h) for h in topo.hosts}
     rack_order = list(racks(topo))
     pinned = {j.name: j.hosts for j in jobs if j.hosts}
     free = [h for h in free if not any(h in hs for hs in pinned.values())]
     todo = [j for j in jobs if not j.hosts]
-    if policy == "pollux":
+    if counts is not None:
+        counts = {j.name: counts[j.name] for j in todo}
+    elif policy == "pollux":
         counts = pollux_workers(todo, profiles, len(free)) if todo else {}
     else:
         counts = {j.name: j.workers for j in todo}

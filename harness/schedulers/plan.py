@@ -18,7 +18,7 @@ import dataclasses
 from harness.routing import compute_routes
 from harness.schedulers.flowplan import schedule_programs
 from harness.schedulers.policy import EpochPolicy, ScheduleError, groups, job_timing, placeable_jobs  # noqa: F401 (re-exported)
-from harness.schedulers.themis import uses_auctions
+from harness.schedulers.reallocation import reallocating
 from harness.schedulers.tuner import tune
 from harness.sim.engine import Simulator
 
@@ -78,9 +78,10 @@ def plan_from_simulation(spec, routes):
 def schedule(spec, routes=None):
     """The plan (schedule.json): every job's placement, start and timing (``time_shift_ms``,
     ``alignment``, ``group``: the owner of each job's timing is this document)."""
-    if uses_auctions(spec):
-        raise ScheduleError("themis.lease_s: Themis's auctions move running jobs, which the emulator's plan "
-                            "cannot carry yet; simulate it (interleave simulate, or reproduce --simulate)")
+    if reallocating(spec):
+        key = "themis.lease_s" if spec.base in ("themis", "ideal") else "pollux.interval_s"
+        raise ScheduleError(f"{key}: reallocations move running jobs, which the emulator's plan cannot carry "
+                            "yet; simulate it (interleave simulate, or reproduce --simulate)")
     routes = routes or compute_routes(spec.topology)
     if spec.base in ("netsens", "consolidate"):
         out = plan_from_simulation(spec, routes)

@@ -96,9 +96,10 @@ class EpochPolicy:
         self.record_links = True     # scores of shared links in the record even without CASSINI
         self.memo = {}               # CASSINI's per-job demands and per-group solutions (cassini.link_demands)
 
-    def place(self, t, placeable, running):
-        """``running``: {job: hosts} of the jobs that keep their hosts. Returns (placement of
-        ``placeable`` {job: hosts}, the epoch record)."""
+    def place(self, t, placeable, running, counts=None):
+        """``running``: {job: hosts} of the jobs that keep their hosts; ``counts``: worker counts
+        already decided (harness.schedulers.reallocation). Returns (placement of ``placeable``
+        {job: hosts}, the epoch record)."""
         used = {h for hs in running.values() for h in hs}
         free = [h for h in self.topo.hosts if h not in used]
         params, base = self.params, self.base
@@ -106,7 +107,7 @@ class EpochPolicy:
         try:
             cands = placement_mod.candidates(base, placeable, self.topo, self.spec.profiles, free, fixed=running,
                                              n=n_cand, seed=self.spec.seed + self.epoch_no,
-                                             rack_rule=self.spec.themis["racks"])
+                                             rack_rule=self.spec.themis["racks"], counts=counts)
         except placement_mod.PlacementError as exc:
             raise ScheduleError(str(exc))
         prof_now = {n: self.profiles_of[n] for n in cands[0]}

@@ -12,9 +12,9 @@ components it changed.
 Cluster model (the emulator's): one GPU per host; capacity per directed link = the spec's
 ``reference_gbps``; ``background: {load: b}`` takes b of every switch-to-switch link (the congested
 condition of the network-sensitive scheduling paper); host links are never shared.
-Preemption (netsens; Themis's auctions moving a job, harness.schedulers.themis): the victim's
+Preemption (netsens; a reallocation moving a job, harness.schedulers.reallocation): the victim's
 progress is kept (it checkpoints), it returns to the queue and pays ``restart_s`` when placed again;
-under auctions, placed on another worker count, its iterations left are converted (work in
+under reallocation, placed on another worker count, its iterations left are converted (work in
 worker-iterations). Time: seconds; iteration times in ms.
 """
 import time
@@ -27,7 +27,7 @@ from harness.routing import routes_for
 from harness.schedulers import affinity
 from harness.schedulers.netsens import DEFAULTS as NETSENS_DEFAULTS, policy_for
 from harness.schedulers.policy import BasePolicy, aligns, alignment, groups, same_period_group
-from harness.schedulers.themis import ThemisAuctions, uses_auctions
+from harness.schedulers.reallocation import reallocating
 from harness.sim import calibration
 from harness.schedulers.traffic import link_loads
 from harness.sim.fluid import SimJob, attach_links, simulate
@@ -95,7 +95,7 @@ class Simulator:
         self.align_min = spec.cassini.get("align_min_score", 0.9)
         # checkpoint restore of a preempted (or, with Themis's auctions, moved) job: the policy's, else
         # the spec's netsens value (validated with netsens's defaults)
-        # iterations are work at the requested count (Themis's auctions); else a job runs its iterations
+        # iterations are work at the requested count (reallocation); else a job runs its iterations
         # on whatever count it is given (pollux's counts: the earlier model, kept)
         self.work_scales = getattr(self.policy, "work_scales", False)
         own = getattr(self.policy, "restart_s", None)
@@ -212,7 +212,7 @@ class Simulator:
             while pending and pending[0].arrival_s <= t + 1e-9:
                 j = pending.pop(0)
                 waiting.append(Waiting(j, j.arrival_s, 0, float(j.iterations), j.workers))
-            if hasattr(self.policy, "observe"):      # a policy that weighs progress (Themis's auctions)
+            if hasattr(self.policy, "observe"):      # a policy that weighs progress (reallocation)
                 self.policy.observe({n: r.remaining for n, r in running.items()})
             d = self.policy.decide(t, waiting, {n: r.hosts for n, r in running.items()})
             wake = d.wake_at
@@ -225,7 +225,7 @@ class Simulator:
                 waiting.remove(w)
                 restart = self.restart_s if w.preemptions else 0.0
                 if self.work_scales and w.workers != len(hosts):
-                    # another worker count than the one its iterations are in (Themis's auctions): the
+                    # another worker count than the one its iterations are in (a reallocation): the
                     # work is kept, in worker-iterations (a per-GPU batch)
                     w.remaining *= w.workers / len(hosts)
                 running[name] = Running(w.job, list(hosts), t + restart, w.remaining, preemptions=w.preemptions)
@@ -304,12 +304,12 @@ class Simulator:
             simulator={"wall_s": round(wall, 3), "fluid_runs": self.fluid_runs, "background_load": self.background,
                        "epochs": len(epochs), "marks_per_gbit": calibration.MARKS_PER_GBIT,
                        "horizon_iterations": self.horizon,
-                       **({"themis": self.policy.record()} if hasattr(self.policy, "record") else {})})
+                       **({"reallocation": self.policy.record()} if hasattr(self.policy, "record") else {})})
 
 
 def make_policy(spec, routes):
     if spec.base == "netsens" or spec.base == "consolidate":
         return policy_for(spec, routes)
-    if uses_auctions(spec):
-        return ThemisAuctions(spec, routes)
+    if reallocating(spec):
+        return reallocating(spec)(spec, routes)
     return BasePolicy(spec, routes)

@@ -1,11 +1,11 @@
-"""Themis's lease auctions (harness.schedulers.themis): the allocation rule, and a simulated trace
-whose auctions move jobs while every job's work is kept."""
+"""Reallocating schedulers (harness.schedulers.reallocation): Themis's auction rule, and simulated
+traces whose Themis auctions and Pollux reallocations move jobs while every job's work is kept."""
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from harness import spec as spec_mod
 from harness.schedulers.plan import ScheduleError, schedule
-from harness.schedulers.themis import allocate, rho
+from harness.schedulers.reallocation import allocate, rho
 from harness.sim.engine import Simulator
 
 
@@ -50,6 +50,7 @@ link: {rate_mbps: 50}
 trace: {kind: poisson, jobs: 12, load: 0.9, workers: [1, 12], iterations_scale: 0.1,
         models: [vgg16, resnet50, bert, roberta, dlrm, xlm]}
 themis: {racks: penalty, lease_s: 20, restart_s: 1}
+pollux: {interval_s: 20, restart_s: 1}
 scheduler: themis
 seed: 3
 """
@@ -61,12 +62,12 @@ def lease_spec(tmp_path, scheduler="themis"):
     return spec_mod.load(p)
 
 
-@pytest.mark.parametrize("scheduler", ["themis", "themis+cassini", "ideal"])
-def test_auctions_move_jobs_and_keep_their_work(tmp_path, scheduler):
+@pytest.mark.parametrize("scheduler", ["themis", "themis+cassini", "ideal", "pollux", "pollux+cassini"])
+def test_reallocations_move_jobs_and_keep_their_work(tmp_path, scheduler):
     spec = lease_spec(tmp_path, scheduler)
     summary = Simulator(spec).run()
-    rec = summary["simulator"]["themis"]
-    assert rec["auctions"] >= 1 and rec["moves"] >= 1
+    rec = summary["simulator"]["reallocation"]
+    assert rec["reallocations"] >= 1 and rec["moves"] >= 1
     resized = 0
     for j in spec.jobs:
         segs = summary["jobs"][j.name]["segments"]
@@ -80,18 +81,25 @@ def test_auctions_move_jobs_and_keep_their_work(tmp_path, scheduler):
     assert resized >= 1
 
 
-def test_the_emulator_refuses_auctions_with_the_reason(tmp_path):
-    with pytest.raises(ScheduleError, match="themis.lease_s"):
-        schedule(lease_spec(tmp_path))
+@pytest.mark.parametrize("scheduler, key", [("themis", "themis.lease_s"), ("pollux+cassini", "pollux.interval_s")])
+def test_the_emulator_refuses_reallocation_with_the_reason(tmp_path, scheduler, key):
+    with pytest.raises(ScheduleError, match=key.replace(".", r"\.")):
+        schedule(lease_spec(tmp_path, scheduler))
 
 
 @pytest.mark.parametrize("block, key", [({"lease_s": 0}, "themis.lease_s"), ({"lease_s": 5, "max_workers": 0},
                                                                               "themis.max_workers"),
-                                        ({"restart_s": 2}, "themis.restart_s"), ({"leases": 3}, "themis.leases")])
-def test_bad_auction_settings_name_the_key(tmp_path, block, key):
+                                        ({"restart_s": 2}, "themis.restart_s"), ({"leases": 3}, "themis.leases"),
+                                        ({"pollux": {"interval_s": -1}}, "pollux.interval_s"),
+                                        ({"pollux": {"restart_s": 1}}, "pollux.restart_s"),
+                                        ({"pollux": {"every": 5}}, "pollux.every")])
+def test_bad_reallocation_settings_name_the_key(tmp_path, block, key):
     import yaml
     raw = yaml.safe_load(SPEC)
-    raw["themis"] = block
+    if "pollux" in block:
+        raw["pollux"] = block["pollux"]
+    else:
+        raw["themis"] = block
     p = tmp_path / "bad.yaml"
     p.write_text(yaml.safe_dump(raw))
     with pytest.raises(spec_mod.SpecError, match=key.replace(".", r"\.")):
