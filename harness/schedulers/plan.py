@@ -78,10 +78,9 @@ def plan_from_simulation(spec, routes):
 def schedule(spec, routes=None):
     """The plan (schedule.json): every job's placement, start and timing (``time_shift_ms``,
     ``alignment``, ``group``: the owner of each job's timing is this document)."""
-    if reallocating(spec):
-        key = "themis.lease_s" if spec.base in ("themis", "ideal") else "pollux.interval_s"
-        raise ScheduleError(f"{key}: reallocations move running jobs, which the emulator's plan cannot carry "
-                            "yet; simulate it (interleave simulate, or reproduce --simulate)")
+    if (cls := reallocating(spec)) is not None:
+        raise ScheduleError(f"{cls.key}: reallocations move running jobs, which the emulator's plan cannot "
+                            "carry yet; simulate it (interleave simulate, or reproduce --simulate)")
     routes = routes or compute_routes(spec.topology)
     if spec.base in ("netsens", "consolidate"):
         out = plan_from_simulation(spec, routes)

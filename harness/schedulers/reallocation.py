@@ -130,6 +130,7 @@ class Reallocation(BasePolicy):
 
 class ThemisAuctions(Reallocation):
     """Themis (and ideal, and +CASSINI on top) with lease auctions."""
+    key = "themis.lease_s"      # the spec key that switches it on
 
     def __init__(self, spec, routes):
         cfg = {**THEMIS_DEFAULTS, **spec.themis}
@@ -147,6 +148,7 @@ class ThemisAuctions(Reallocation):
 
 class PolluxReallocation(Reallocation):
     """Pollux (and +CASSINI on top) reassigning every job's GPUs for goodput every interval."""
+    key = "pollux.interval_s"
 
     def __init__(self, spec, routes):
         cfg = {**POLLUX_DEFAULTS, **spec.pollux}

@@ -93,11 +93,11 @@ class Simulator:
         self.fluid_runs = 0
         self.alignment = {}            # job -> its alignment when placed (workloads.timing), as the plan has it
         self.align_min = spec.cassini.get("align_min_score", 0.9)
-        # checkpoint restore of a preempted (or, with Themis's auctions, moved) job: the policy's, else
-        # the spec's netsens value (validated with netsens's defaults)
         # iterations are work at the requested count (reallocation); else a job runs its iterations
         # on whatever count it is given (pollux's counts: the earlier model, kept)
         self.work_scales = getattr(self.policy, "work_scales", False)
+        # checkpoint restore of a preempted (or, under reallocation, moved) job: the policy's, else
+        # the spec's netsens value (validated with netsens's defaults)
         own = getattr(self.policy, "restart_s", None)
         self.restart_s = float(own if own is not None else spec.netsens.get("restart_s", NETSENS_DEFAULTS["restart_s"]))
 
@@ -310,6 +310,6 @@ class Simulator:
 def make_policy(spec, routes):
     if spec.base == "netsens" or spec.base == "consolidate":
         return policy_for(spec, routes)
-    if reallocating(spec):
-        return reallocating(spec)(spec, routes)
+    if (cls := reallocating(spec)) is not None:
+        return cls(spec, routes)
     return BasePolicy(spec, routes)
