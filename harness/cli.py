@@ -175,6 +175,9 @@ def cmd_profile(args):
     log(f"wrote {args.out}: iteration {prof['iteration_ms']} ms from the counters "
         f"(the agents' own clocks: {info['replay_iteration_ms']} ms; profile replayed: "
         f"{info['profile_iteration_ms']:g} ms), {len(prof['phases'])} phase(s), {info['iterations_seen']} iterations seen")
+    if not info["fidelity"]["ok"]:
+        log("warning: the fidelity guard flagged this measurement (" + "; ".join(info["fidelity"]["notes"]) +
+            "): the profile shows what an emulator that did not keep up carried; its provenance says so")
     if args.json:
         print(json.dumps({"profile": prof, **info}, indent=2))
     return 0

@@ -18,6 +18,7 @@ Checks (each gives ok, the measured figures, and a one-line detail):
 A check that cannot run (a tool missing) fails with the reason; nothing is skipped silently.
 """
 import json
+import os
 import time
 from pathlib import Path
 
@@ -174,6 +175,27 @@ def forwarding_threads(user_datapath=True):
     return out
 
 
+def steal_clocks():
+    """{"steal/cpuN": function giving CPU N's stolen seconds so far} from /proc/stat: time the
+    hypervisor ran someone else on the virtual CPU, which no thread's run-queue wait shows; {} where
+    the kernel does not count it."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def reader(n):
+        def stolen():
+            for line in Path("/proc/stat").read_text().splitlines():
+                if line.startswith(f"cpu{n} "):
+                    return int(line.split()[8]) / tick
+            raise ValueError(f"cpu{n} is gone")
+        return stolen
+    out = {}
+    for line in Path("/proc/stat").read_text().splitlines():
+        f = line.split()
+        if f and f[0].startswith("cpu") and f[0] != "cpu" and len(f) > 8:
+            out[f"steal/{f[0]}"] = reader(f[0][3:])
+    return out
+
+
 def backlog_step(backlog, wait, dt, drain):
     """The stall backlog (s) after a sample of ``dt`` s in which a thread waited ``wait`` s in all.
     Where in the sample the wait fell is not known: it is taken at the end (the queue first drains
@@ -184,7 +206,8 @@ def backlog_step(backlog, wait, dt, drain):
 
 def stall_watcher(paths, drain=1.0):
     """Start reading each thread's run-queue wait (schedstat's second field: ns runnable but not
-    running, added when the thread gets a CPU back) every WAIT_SAMPLE_S; the returned function
+    running, added when the thread gets a CPU back; or a function giving seconds waited, as
+    ``steal_clocks``) every WAIT_SAMPLE_S; the returned function
     stops and gives {thread: largest stall backlog in seconds} ({} without threads). Backlog: the
     packets that arrive while a forwarding thread waits reach the next queue at once; that queue
     drains ``drain`` seconds of arrivals per second the thread is not waiting (1 for a link loaded
@@ -198,7 +221,7 @@ def stall_watcher(paths, drain=1.0):
         waits = {}
         for name, path in paths.items():
             try:
-                waits[name] = int(path.read_text().split()[1]) / 1e9
+                waits[name] = path() if callable(path) else int(path.read_text().split()[1]) / 1e9
             except (OSError, ValueError, IndexError):
                 pass                                # the thread is gone: its last value stays
         return waits, time.monotonic()
@@ -354,63 +377,84 @@ def check_ecn(fab, seconds=4):
     return [congested, check_ecn_idle(fab, flows[0], seconds), counters]
 
 
+class KeepUpWatch:
+    """Whether the emulator kept up while one flow paced at ``pace_bps`` crossed a link of
+    ``params``: started on creation, read by ``stop()``. A datapath that stalls for T releases
+    pace x T bytes at once, and a mark needs T > K / pace (29 ms at 25 Mbit/s on a 50 Mbit/s link);
+    stalls closer together than the queue drains add up. The evidence read: the largest backlog
+    that each forwarding thread's waits for a CPU build (``forwarding_threads``, ``stall_watcher``),
+    summed over the threads a packet crosses in series, plus the time the hypervisor took the CPUs
+    away (steal); where no thread can be read, any STALL_WINDOW_S window under the fidelity guard's
+    IDLE_MIN CPU idle. A backlog of at least K / pace is such a stall."""
+
+    def __init__(self, fab, params, pace_bps):
+        self.params, self.pace = params, pace_bps
+        self.stall_s = params.ecn_k_bytes * 8 / pace_bps             # the shortest stall that can mark
+        threads = forwarding_threads(getattr(fab, "datapath", "user") == "user")
+        threads = {**threads, **steal_clocks()} if threads else threads
+        self.idle_of = cpu_sampler(STALL_WINDOW_S)
+        self.waits = stall_watcher(threads, drain=(params.rate_bps - pace_bps) / pace_bps)
+
+    def stop(self):
+        """{"kept_up", "waited_s" (None without threads), "backlog_ms", "sample_max_ms",
+        "cpu_idle_min", "cpu_busy_windows", "stall_to_mark_ms", "why" (a stall), "why_not" (none)}."""
+        from harness.fidelity import IDLE_MIN
+        idle, (backlogs, sample_max) = self.idle_of(), self.waits()
+        # a packet crosses the threads in series (softirq, vswitchd, softirq): their stalls add up
+        waited = sum(backlogs.values()) if backlogs else None
+        busy = sum(1 for x in idle if x < IDLE_MIN)
+        kept_up = busy == 0 if waited is None else waited < self.stall_s
+        worst = " + ".join(f"{n} {b * 1000:.0f} ms" for n, b in sorted(backlogs.items(), key=lambda x: -x[1])
+                           if b >= 0.0005)
+        if waited is None:
+            why = f"{busy} of {len(idle)} windows of {STALL_WINDOW_S * 1000:.0f} ms under {IDLE_MIN:.0%} CPU idle"
+            why_not = "the CPU was never saturated"
+        else:
+            why = (f"the forwarding threads' waits for a CPU built a {waited * 1000:.0f} ms backlog "
+                   f"({worst}; a mark needs {self.stall_s * 1000:.0f} ms)")
+            why_not = (f"the forwarding threads' waits for a CPU built at most a {waited * 1000:.0f} ms backlog "
+                       f"({worst or 'none'})")
+        return {"kept_up": kept_up, "waited_s": waited,
+                "backlog_ms": {n: round(b * 1000, 1) for n, b in sorted(backlogs.items())},
+                "sample_max_ms": round(sample_max * 1000, 1), "cpu_idle_min": round(min(idle), 3) if idle else None,
+                "cpu_busy_windows": busy, "stall_to_mark_ms": round(self.stall_s * 1000, 1), "why": why,
+                "why_not": why_not}
+
+
 def check_ecn_idle(fab, flow, seconds):
     """One flow paced at half the link rate. Bound: its bursts (``paced_burst_bytes``) arrive at a
     queue that drains twice as fast as they come, so the queue never holds more than one burst; a
     burst under K is never marked, and a faithful fabric marks nothing (tolerance 0). Marks then mean
     that packets arrived in a burst the sender did not send: the datapath stalled and released a
-    backlog: packets arrive at the pacing rate, so a stall of T releases pace x T bytes at once, and
-    a mark needs T > K / pace (29 ms at 50 Mbit/s); stalls closer together than the queue drains
-    add up. The evidence read: the largest backlog that each forwarding thread's waits for a CPU
-    build during the check, summed over the threads a packet crosses in series (``forwarding_threads``,
-    ``stall_watcher``; where none can be read, any STALL_WINDOW_S window under the fidelity guard's
-    IDLE_MIN CPU idle). A backlog of at least K / pace is such a
-    stall: reported as the emulator not keeping up (the marking is not judged). Without one, marks
-    fail the check."""
-    from harness.fidelity import IDLE_MIN
+    backlog (``KeepUpWatch``): reported as the emulator not keeping up (the marking is not judged).
+    Without such a stall, marks fail the check."""
     src, dst = flow
     params = fab.topo.link_between(dst, fab.topo.edge_of(dst)).params
     pace = params.rate_bps * 0.5
     burst = paced_burst_bytes(params, pace)
     allowed = 0 if burst < params.ecn_k_bytes else None          # None: K below one burst, not judged
-    stall_s = params.ecn_k_bytes * 8 / pace                        # the shortest stall that can mark
     m0, ce0 = _marks(fab), ce_received(fab, dst)
-    threads = forwarding_threads(getattr(fab, "datapath", "user") == "user")
-    idle_of = cpu_sampler(STALL_WINDOW_S)
-    waits = stall_watcher(threads, drain=(params.rate_bps - pace) / pace)
+    watch = KeepUpWatch(fab, params, pace)
     rate = iperf(fab, [flow], seconds, rate_bps=pace)[0]
-    idle, (backlogs, sample_max) = idle_of(), waits()
-    # a packet crosses the threads in series (softirq, vswitchd, softirq): their stalls add up
-    waited = sum(backlogs.values()) if backlogs else None
-    worst = " + ".join(f"{n} {b * 1000:.0f} ms" for n, b in sorted(backlogs.items(), key=lambda x: -x[1]) if b >= 0.0005)
+    kept = watch.stop()
     m1, ce1 = _marks(fab), ce_received(fab, dst)
     marked = {d: m1[d] - m0.get(d, 0) for d in m1 if m1[d] - m0.get(d, 0)}
     n = sum(marked.values())
-    busy = sum(1 for x in idle if x < IDLE_MIN)
-    kept_up = busy == 0 if waited is None else waited < stall_s
     clean = allowed is None or (n <= allowed and ce1 - ce0 <= allowed)
-    out = {"name": "ecn_idle", "ok": rate > 0 and (clean or not kept_up),
+    out = {"name": "ecn_idle", "ok": rate > 0 and (clean or not kept["kept_up"]),
            "flows": [f"{src}->{dst} at {params.rate_mbps * 0.5:g} Mbit/s"], "goodput_mbps": [round(rate / 1e6, 2)],
            "marker_marks": marked, "receiver_ce": ce1 - ce0, "burst_bytes": int(burst),
            "k_bytes": params.ecn_k_bytes, "allowed_marks": allowed,
-           "cpu_idle_min": round(min(idle), 3) if idle else None, "cpu_busy_windows": busy,
-           "stall_backlog_ms": {n: round(b * 1000, 1) for n, b in sorted(backlogs.items())},
-           "stall_sample_max_ms": round(sample_max * 1000, 1),
-           "stall_to_mark_ms": round(stall_s * 1000, 1),
-           "emulator_kept_up": kept_up,
+           "cpu_idle_min": kept["cpu_idle_min"], "cpu_busy_windows": kept["cpu_busy_windows"],
+           "stall_backlog_ms": kept["backlog_ms"], "stall_sample_max_ms": kept["sample_max_ms"],
+           "stall_to_mark_ms": kept["stall_to_mark_ms"], "emulator_kept_up": kept["kept_up"],
            "detail": f"{n} marks, {ce1 - ce0} CE packets with the link half loaded (allowed {allowed}: "
                      f"a paced burst of {int(burst)} B < K = {params.ecn_k_bytes} B)"}
-    if not clean and not kept_up:
-        why = (f"the forwarding threads' waits for a CPU built a {waited * 1000:.0f} ms backlog ({worst}; a mark "
-               f"needs {stall_s * 1000:.0f} ms)"
-               if waited is not None else f"{busy} of {len(idle)} windows of {STALL_WINDOW_S * 1000:.0f} ms under "
-               f"{IDLE_MIN:.0%} CPU idle")
-        out["detail"] += (f"; the emulator could not keep up: {why}, so the marks come from a stalled "
+    if not clean and not kept["kept_up"]:
+        out["detail"] += (f"; the emulator could not keep up: {kept['why']}, so the marks come from a stalled "
                           "datapath's backlog: marking not judged")
     elif not clean:
-        out["detail"] += (f"; not a stall: the forwarding threads' waits for a CPU built at most a "
-                          f"{waited * 1000:.0f} ms backlog ({worst or 'none'})"
-                          if waited is not None else "; not a stall: the CPU was never saturated")
+        out["detail"] += f"; not a stall: {kept['why_not']}"
     return out
 
 

@@ -7,19 +7,20 @@
     anchors (anchors sit on the sample grid: the mean is unbiased, a median would not be);
   * phases: every iteration folded on its own anchor into ``bin_ms`` bins (a one-off late
     iteration shifts all later ones, which a fixed-period fold would smear); Up runs are bins above
-    ``threshold`` x the folded maximum; a run's width is its area / its plateau height (exact for a
-    rectangular phase blurred symmetrically by the sampling), its rate that height, placed on the
-    run's area-weighted centre; the cycle is rotated so that the iteration starts where the longest
-    Down gap starts (compute first, as in the built-in profiles);
+    ``threshold`` x the folded maximum; a run's rate is its plateau (the mean of its interior, one
+    smoothing width in from each edge), its width its bytes (the run and its blurred edges) / that
+    rate: exact for a rectangular phase however the sampling blurs its edges, and the bytes of
+    every phase are kept; it is placed on the run's area-weighted centre; the cycle is rotated so
+    that the iteration starts where the longest Down gap starts (compute first, as in the built-in
+    profiles). Widths at half the plateau (tried until 2026-12-02) depend on the blur: phase widths
+    then spread twice as wide over repeats (results/README.md, "Profiling");
   * rates are scaled back to the reference line rate: gbps = Mbit/s / 1000 / scale.
 Nothing shorter than a sample period is resolved: the folded profile is smoothed over one sample
 period before thresholding, and Up runs separated by less than two sample periods are merged
-(phases that close together come out as one; bytes are kept). A phase's width is where the smoothed
-profile stays above half its interior level (one smoothing width in from each edge): for a
-rectangle blurred by the sampling those crossings are its edges; its rate is its bytes (the run
-and its blurred edges) divided by that width, so the bytes of every phase are kept exactly. Phases of only a few 8 KB slices at the emulated rate (e.g. GPT-2's
-10 ms peaks at 1/1000 scale: about two slices) are sent as bursts by the replay itself and cannot be
-recovered in shape.
+(phases that close together come out as one; bytes are kept). The rates include the frames'
+headers (the port counts frames: 1514 B carry 1448 B of payload). Phases of only a few 8 KB slices
+at the emulated rate (e.g. GPT-2's 10 ms peaks at 1/1000 scale: about two slices) are sent as
+bursts by the replay itself and cannot be recovered in shape.
 """
 import numpy as np
 
@@ -163,10 +164,8 @@ def extract(times, mbps, scale, threshold=0.2, bin_ms=1.0):
         seg = folded[lo:hi]
         interior = folded[s + w:s + n - w]
         level = float(interior.mean()) if len(interior) >= 2 else float(smooth[s:s + n].max())
-        # width at half the level: for a rectangle blurred by the sampling the crossings are its edges
-        width = float(np.count_nonzero(smooth[lo:hi] >= 0.5 * level)) * bw
         area = float(seg.sum()) * bw
-        height = area / width                      # bytes of the phase are kept exactly
+        width, height = area / level, level        # bytes of the phase are kept exactly
         centre = (float(np.sum(seg * (np.arange(hi - lo) + 0.5))) / float(seg.sum()) + lo) * bw
         start, width = phase_bounds(centre, width, period * 1000)
         phases.append({"start_ms": start, "duration_ms": width,
@@ -176,33 +175,45 @@ def extract(times, mbps, scale, threshold=0.2, bin_ms=1.0):
 
 
 def nic_series(records, dpid, port):
-    """(times, Mbit/s) of a host NIC from the switch port's rx counter (consecutive samples), on the
-    switch's own counter time stamps (port age) shifted onto the receipt clock."""
+    """(times, Mbit/s) of a host NIC from the switch port's rx counter, on the switch's own counter
+    time stamps (port age) shifted onto the receipt clock, resampled onto a uniform grid of the
+    median sampling interval by interpolating the byte counter: every grid step holds the bytes
+    that crossed it, so an interval whose time stamp is off (under load, one read as 1 ms apart
+    carried bytes of 5 ms: 265 Mbit/s on a 50 Mbit/s link) moves bytes by that error but never adds
+    any, as averaging per-interval rates did."""
     pts = []
     for r in records:
         if r["kind"] == "port" and r["dpid"] == dpid:
             v = r["ports"].get(str(port), r["ports"].get(port))
             if v is not None:
                 pts.append((v[5] if len(v) > 5 else r["t"], v[0]))
-    t = np.array([p[0] for p in pts])
+    t = np.array([p[0] for p in pts], dtype=float)
     b = np.array([p[1] for p in pts], dtype=float)
-    ok = np.diff(t) > 0
-    mid = (t[1:] + t[:-1])[ok] / 2
-    return mid, (np.diff(b)[ok] * 8 / np.diff(t)[ok] / 1e6)
+    keep = np.concatenate([[True], np.diff(t) > 0]) if len(t) else np.array([], bool)
+    t, b = t[keep], np.maximum.accumulate(b[keep]) if keep.any() else b[keep]
+    if len(t) < 2:
+        return np.array([]), np.array([])
+    dt = float(np.median(np.diff(t)))
+    edges = np.arange(t[0], t[-1] + dt / 2, dt)
+    cum = np.interp(edges, t, b)
+    return (edges[1:] + edges[:-1]) / 2, np.diff(cum) * 8 / dt / 1e6
 
 
 def measure(spec, job_name, workdir, period_ms=5.0, seconds=8.0, log=lambda m: None):
     """Run one job of ``spec`` alone on its fabric; return (profile dict, details)."""
     from datetime import datetime, timezone
 
-    from harness import probe
+    from harness import fidelity, probe
     from harness.errors import UsageError
+    from harness.netcheck import cpu_sampler, datapath_counters
+    from harness.runner import CPU_SAMPLE_S, guard
     from harness.fabric import Fabric
     from harness.lifecycle import RunLock
     from harness.replay import Replayer
     from harness.schedulers.placement import candidates
     from harness.spec import Job
     from harness.telemetry import Telemetry, mono, read_jsonl
+    from workloads.timing import Dilation
 
     job = next((j for j in spec.jobs if j.name == job_name), None)
     if job is None:
@@ -222,14 +233,18 @@ def measure(spec, job_name, workdir, period_ms=5.0, seconds=8.0, log=lambda m: N
                     cc=backends["congestion_control"], log=log) as fab:
             tm = Telemetry(fab, workdir, period_ms=period_ms, dpids=[topo.dpid(edge)], marker=False).start()
             rp = Replayer(fab, workdir, log)
+            idle_of, datapath0 = cpu_sampler(CPU_SAMPLE_S), datapath_counters(fab)
             t = mono()
             rp.start(run_job, prof, hosts, 0.0, t + 1.5, t, 0, False)
             log(f"profiling {job.name} ({job.model}) on {', '.join(hosts)}: {n_it} iterations")
             try:
-                rp.wait(n_it * prof.iteration_ms / 1000 * 3 + 30)
+                agents = rp.wait(n_it * prof.iteration_ms / 1000 * 3 + 30)
             finally:
                 rp.stop()
                 tm.stop()
+            m = {"idle": idle_of(), "agents": agents,
+                 "datapath": fidelity.datapath_delta(datapath0, datapath_counters(fab))}
+            judged = guard(m, tm.links(t), {"jobs": [{"iteration_ms": prof.iteration_ms}]}, Dilation(1), topo)
             rows = rp.iterations()
     w0 = rows[rows.worker == 0].sort_values("iteration")
     replay_ms = float(np.diff(w0.start.to_numpy()).mean() * 1000) if len(w0) > 2 else float("nan")
@@ -239,7 +254,8 @@ def measure(spec, job_name, workdir, period_ms=5.0, seconds=8.0, log=lambda m: N
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     how = (f"measured by `interleave profile {spec.source} --job {job.name}` on {when}: {topo.name}, "
            f"{topo.links[0].params.rate_mbps:g} Mbit/s links, NIC of {hosts[0]} sampled every {period_ms:g} ms, "
-           f"{got['iterations_seen']} iterations")
+           f"{got['iterations_seen']} iterations, fidelity guard "
+           + ("ok" if judged["ok"] else "FLAGGED (" + "; ".join(judged["notes"]) + ")"))
     out = {"model": f"{job.model}-measured", "parallelism": prof.parallelism, "iteration_ms": got["iteration_ms"],
            "reference_gbps": prof.reference_gbps, "workers": len(hosts),
            "phases": [{**ph, "pattern": prof.phases[min(i, len(prof.phases) - 1)].pattern}
@@ -252,4 +268,5 @@ def measure(spec, job_name, workdir, period_ms=5.0, seconds=8.0, log=lambda m: N
                              for i in range(len(got["phases"])) for k in ("start_ms", "duration_ms", "gbps")}},
            "notes": "communication pattern copied from the replayed profile (a NIC counter cannot show it)"}
     return out, {"hosts": hosts, "samples": len(times), "iterations_seen": got["iterations_seen"],
-                 "replay_iteration_ms": round(replay_ms, 2), "profile_iteration_ms": prof.iteration_ms}
+                 "replay_iteration_ms": round(replay_ms, 2), "profile_iteration_ms": prof.iteration_ms,
+                 "fidelity": judged}

@@ -1,42 +1,43 @@
-"""interleave profile: replaying a known profile and measuring it gives the profile back."""
-import pytest
+"""interleave profile: replaying a known profile and measuring it gives the profile back, or the
+profile says the emulator did not keep up while it was measured."""
 import json
+from pathlib import Path
 
+import pytest
 
+from harness import spec as spec_mod
 from tests.helpers import interleave
 from workloads.profiles import load_file
 
 pytestmark = pytest.mark.root
 
-SPEC = """
-name: profile-toy
-topology: {name: dumbbell, hosts_per_side: 2}
-profiles:
-  toy:
-    iteration_ms: 180
-    phases:
-      - {start_ms: 30, duration_ms: 40, gbps: 25}
-      - {start_ms: 100, duration_ms: 60, gbps: 40}
-jobs:
-  - {name: a, model: toy, workers: 2, hosts: [h1, h3]}
-scheduler: fixed
-"""
+SPEC = Path(__file__).resolve().parents[2] / "experiments" / "profile-toy.yaml"
+# bench/profile_accuracy.py over 16 quiet runs: phase durations -1.8 % (sd 1.6 %) and +0.1 %
+# (0.9 %), rates +3.2 % (1.5 %) and +1.2 % (1.1 %; frame headers count); 10 % is >= 4 sd from each mean
+PHASE_TOL = 0.10
 
 
 def test_profiling_a_replayed_profile_gives_it_back(tmp_path):
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(SPEC)
     out = tmp_path / "toy-measured.yaml"
-    p = interleave("profile", str(spec), "--job", "a", "--out", str(out), "--seconds", "6", "--json")
+    p = interleave("profile", str(SPEC), "--job", "a", "--out", str(out), "--seconds", "6", "--json")
     assert p.returncode == 0, p.stderr[-2000:]
     info = json.loads(p.stdout)
     prof = load_file(out)                      # a valid profile, every number with provenance
+    want = spec_mod.load(str(SPEC)).profiles["toy"]
     # the profiler recovers the period the replay really had (the agents' own clocks) within 2 %,
     # and the replay ran within its own 5 % of the profile
     assert abs(prof.iteration_ms / info["replay_iteration_ms"] - 1) <= 0.02, info
-    assert abs(info["replay_iteration_ms"] / 180 - 1) <= 0.05, info
-    assert len(prof.phases) == 2
-    for got, (dur, gbps) in zip(prof.phases, [(40, 25), (60, 40)]):
-        assert abs(got.duration_ms / dur - 1) <= 0.10, (got, dur)
-        assert abs(got.gbps / gbps - 1) <= 0.15, (got, gbps)
+    assert abs(info["replay_iteration_ms"] / want.iteration_ms - 1) <= 0.05, info
     assert "measured by `interleave profile" in prof.provenance["iteration_ms"]
+    # the guard's verdict travels with every measured number
+    verdict = "fidelity guard ok" if info["fidelity"]["ok"] else "fidelity guard FLAGGED"
+    assert all(verdict in v for k, v in prof.provenance.items() if k.startswith(("iteration_ms", "phases["))), \
+        prof.provenance
+    assert len(prof.phases) == len(want.phases)
+    if info["fidelity"]["ok"]:
+        # a faithful measurement has the shape that was replayed
+        for got, ref in zip(prof.phases, want.phases):
+            assert abs(got.duration_ms / ref.duration_ms - 1) <= PHASE_TOL, (got, ref)
+            assert abs(got.gbps / ref.gbps - 1) <= PHASE_TOL, (got, ref)
+    else:
+        assert "warning: the fidelity guard flagged" in p.stderr, p.stderr[-2000:]

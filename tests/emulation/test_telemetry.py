@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from harness.netcheck import ce_received
+from harness.netcheck import KeepUpWatch, ce_received
 from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, ce_by_pair, mono, read_jsonl, wait_ce_quiet
 
 pytestmark = pytest.mark.root
@@ -16,16 +16,18 @@ def no_leaks():
     yield
 
 
-def measure(fab, tmp_path, flows, seconds, rate_bps=None):
+def measure(fab, tmp_path, flows, seconds, rate_bps=None, watch=None):
     tm = Telemetry(fab, tmp_path, period_ms=100, ce_period_ms=100).start()
     run_start = mono()
     time.sleep(FLOW_STATS_SETTLE_S)     # flow counters catch up with earlier traffic first
     ce0 = {d: ce_received(fab, d) for _s, d in flows}
+    watching = watch() if watch else None
     rates = iperf_bytes(fab, flows, seconds, rate_bps)
+    kept = watching.stop() if watching else None
     wait_ce_quiet(tm.of_path)           # and with the last packets of this window
     ce1 = {d: ce_received(fab, d) for _s, d in flows}
     tm.stop()
-    return tm, tm.links(run_start), rates, {d: ce1[d] - ce0[d] for d in ce0}
+    return tm, tm.links(run_start), rates, {d: ce1[d] - ce0[d] for d in ce0}, kept
 
 
 def iperf_bytes(fab, flows, seconds, rate_bps):
@@ -54,7 +56,7 @@ def delta(df, direction, source, column):
 
 def test_congested_bottleneck_counters_agree(fab, tmp_path):
     flows = [("h1", "h3"), ("h2", "h4")]
-    tm, df, app_bytes, receiver_ce = measure(fab, tmp_path, flows, 5)
+    tm, df, app_bytes, receiver_ce, _ = measure(fab, tmp_path, flows, 5)
     of = read_jsonl(tm.of_path)
     # baseline: the last CE sample of each switch before the flows started (after the settle time)
     start = tm_start_of_flows(of, FLOW_STATS_SETTLE_S)
@@ -82,11 +84,25 @@ def test_congested_bottleneck_counters_agree(fab, tmp_path):
 
 
 def test_no_congestion_no_marks(fab, tmp_path):
+    """netcheck's ecn_idle rule on the counters of every source: a flow paced at half the rate
+    makes no mark anywhere, unless the emulator measurably stalled long enough to release a
+    backlog above K (KeepUpWatch); then the marks are not judged, but the sources still agree."""
     flows = [("h1", "h3")]
-    tm, df, _app, receiver_ce = measure(fab, tmp_path, flows, 3, rate_bps=0.5 * 50e6)
-    assert receiver_ce == {"h3": 0}
-    for source in ("marker", "openflow"):
-        m = df[df.source == source].groupby("direction").ecn_marked.agg(lambda x: x.max() - x.min()).fillna(0)
-        assert (m == 0).all(), m[m != 0]
+    params = fab.topo.link_between("h3", fab.topo.edge_of("h3")).params
+    pace = 0.5 * params.rate_bps
+    tm, df, _app, receiver_ce, kept = measure(fab, tmp_path, flows, 3, rate_bps=pace,
+                                              watch=lambda: KeepUpWatch(fab, params, pace))
+    marks = {source: df[df.source == source].groupby("direction").ecn_marked.agg(lambda x: x.max() - x.min())
+             .fillna(0) for source in ("marker", "openflow")}
+    if kept["kept_up"]:
+        assert receiver_ce == {"h3": 0}, kept
+        for source, m in marks.items():
+            assert (m == 0).all(), (source, m[m != 0], kept)
+    else:
+        # a packet marked at two queues arrives once: the receiver sees between the busiest port's
+        # marks and their sum
+        per_port = marks["marker"][marks["marker"] > 0]
+        busiest = per_port.max() if len(per_port) else 0
+        assert busiest <= receiver_ce["h3"] <= per_port.sum(), (per_port, receiver_ce, kept)
     u = df[(df.direction == "s1>s2") & (df.source == "openflow")].utilization.dropna()
     assert 0.4 <= u[u > 0.05].quantile(0.5) <= 0.6          # half loaded while the flow ran, as paced
