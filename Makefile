@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PYTHONWARNINGS := ignore
 
-.PHONY: setup demo test unit emulation bench clean reproduce nightly simulate-eval echelon cassini-sim cassini-leafspine
+.PHONY: setup demo test unit emulation vm-test bench clean reproduce nightly simulate-eval echelon cassini-sim cassini-leafspine
 setup:
 	@bash scripts/setup.sh
 
@@ -50,6 +50,11 @@ unit: setup
 emulation: setup
 	$(PY) -m pytest -q -m root
 
+# the stock-kernel tier: tests/stock (or VM_CMD) inside a user-mode-Linux guest with the kernel OVS
+# datapath, sch_red, netem and DCTCP (scripts/vm_test.sh; the guest image is cached in .vm/)
+vm-test: setup
+	@bash scripts/vm_test.sh $(VM_CMD)
+
 bench: setup
 	$(PY) bench/fabric_fidelity.py
 	$(PY) bench/fabric_fidelity.py --rates 50 --telemetry-ms 0,1000,100,50
@@ -60,3 +65,4 @@ bench: setup
 
 clean:
 	$(PY) -m harness.cli clean
+	rm -rf .vm

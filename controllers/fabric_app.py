@@ -23,7 +23,8 @@ every ``ce_period_ms`` (default 1 s) a flow-stats request for the CE entries (co
 switch (flow stats enumerate all CE entries of a switch: polling them at 100 ms slowed forwarding); each reply becomes a JSON line
 ``{"t": CLOCK_MONOTONIC seconds at receipt, "dpid", "kind": "port"|"ce", ...}`` with per-port
 ``[rx_bytes, tx_bytes, rx_packets, tx_packets, tx_dropped, duration_s]`` or per-pair ``"srcmac>dstmac": CE
-packets that arrived at this switch``. A lost reply is a missing line, never a zero.
+packets that arrived at this switch``. A lost reply is a missing line, never a zero. A switch gets no
+new request of a kind while one is unanswered (``_may_ask``): samples are as fresh as the machine allows.
 """
 import json
 import logging
@@ -40,6 +41,7 @@ from os_ken.ofproto import ofproto_v1_3
 from controllers.flows import COOKIE_CE, COOKIE_ROUTE, PRIO_ARP, PRIO_CE, PRIO_ROUTE
 
 LOG = logging.getLogger("interleave.controller")
+TM_REPLY_TIMEOUT_S = 5.0      # a statistics request unanswered this long is taken as lost
 
 
 def route_entries(topology, routes):
@@ -222,6 +224,7 @@ class FabricController(app_manager.OSKenApp):
         self.tm_file = open(out, "a", buffering=1 << 16)
         self.tm_period = period_ms / 1000.0
         self.tm_parts = {}
+        self.tm_waiting = {}
         self.tm_thread = hub.spawn(self._poll)
 
     def telemetry_stop(self):
@@ -242,14 +245,27 @@ class FabricController(app_manager.OSKenApp):
                 if self.tm_dpids is not None and dp.id not in self.tm_dpids:
                     continue
                 ofp, parser = dp.ofproto, dp.ofproto_parser
-                dp.send_msg(parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
-                if ce_round:   # flow stats enumerate every CE entry of the switch: costly, polled less
+                if self._may_ask(dp.id, "port"):
+                    dp.send_msg(parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
+                # flow stats enumerate every CE entry of the switch: costly, polled less
+                if ce_round and self._may_ask(dp.id, "ce"):
                     dp.send_msg(parser.OFPFlowStatsRequest(dp, 0, 0, ofp.OFPP_ANY, ofp.OFPG_ANY,
                                                            COOKIE_CE, 0xffffffffffffffff, parser.OFPMatch()))
             if self.tm_file:
                 self.tm_file.flush()
             next_t += self.tm_period
             hub.sleep(max(0.0, next_t - time.monotonic()))
+
+    def _may_ask(self, dpid, kind):
+        """At most one request of a kind outstanding per switch (one lost for TM_REPLY_TIMEOUT_S is
+        given up): a switch or controller slower than the period (20 switches in a user-mode-Linux
+        guest) would otherwise queue requests without bound and every sample would come later."""
+        now = time.monotonic()
+        sent = self.tm_waiting.get((dpid, kind))
+        if sent is not None and now - sent < TM_REPLY_TIMEOUT_S:
+            return False
+        self.tm_waiting[(dpid, kind)] = now
+        return True
 
     def _record(self, rec):
         if getattr(self, "tm_file", None) is not None:
@@ -259,6 +275,8 @@ class FabricController(app_manager.OSKenApp):
     def port_stats_reply(self, ev):
         self._record({"t": time.monotonic(), "dpid": ev.msg.datapath.id, "kind": "port",
                       "ports": port_counters(ev.msg.body)})
+        if not (ev.msg.flags & ev.msg.datapath.ofproto.OFPMPF_REPLY_MORE):
+            getattr(self, "tm_waiting", {}).pop((ev.msg.datapath.id, "port"), None)
 
     @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
     def flow_stats_reply(self, ev):
@@ -267,6 +285,7 @@ class FabricController(app_manager.OSKenApp):
         self.tm_parts.setdefault(dpid, {}).update(ce_counters(msg.body))
         if not (msg.flags & msg.datapath.ofproto.OFPMPF_REPLY_MORE):
             self._record({"t": time.monotonic(), "dpid": dpid, "kind": "ce", "ce": self.tm_parts.pop(dpid)})
+            getattr(self, "tm_waiting", {}).pop((dpid, "ce"), None)
 
     # ---- control socket -------------------------------------------------
     def _serve(self, sock, addr):

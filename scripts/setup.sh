@@ -15,8 +15,7 @@ die() { printf 'setup: %s\n' "$*" >&2; exit 3; }
 
 [ "$(id -u)" -eq 0 ] || die "needs root -- fix: sudo make setup"
 
-PKGS=(mininet openvswitch-switch iperf3 fping tcpdump ethtool iproute2 clang llvm libbpf-dev bpftool
-      python3-venv python3-dev gcc make procps psmisc iputils-ping)
+mapfile -t PKGS < <(grep -v '^[[:space:]]*\(#\|$\)' scripts/packages.txt)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

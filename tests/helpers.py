@@ -57,3 +57,13 @@ def net_state():
 def interleave(*args, timeout=CLI_TIMEOUT_S):
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=timeout, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+
+
+def assert_no_leaks(before, after):
+    """``net_state`` after a test equals the one before: nothing of ours left, no setting changed."""
+    for key in ("veths", "bridges", "pins", "procs"):
+        leaked = after[key] - before[key]
+        assert not leaked, f"leaked {key}: {sorted(leaked)[:10]}"
+    assert after["allowed_cc"] == before["allowed_cc"]
+    changed = sysctl_changes(before["sysctls"], after["sysctls"])
+    assert not changed, f"global settings changed: {dict(list(changed.items())[:10])}"

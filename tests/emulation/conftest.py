@@ -10,16 +10,7 @@ import os
 
 import pytest
 
-from tests.helpers import net_state, sysctl_changes
-
-
-def assert_no_leaks(before, after):
-    for key in ("veths", "bridges", "pins", "procs"):
-        leaked = after[key] - before[key]
-        assert not leaked, f"leaked {key}: {sorted(leaked)[:10]}"
-    assert after["allowed_cc"] == before["allowed_cc"]
-    changed = sysctl_changes(before["sysctls"], after["sysctls"])
-    assert not changed, f"global settings changed: {dict(list(changed.items())[:10])}"
+from tests.helpers import assert_no_leaks, net_state
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# `make vm-test`: the stock-kernel tier. Runs a command inside a guest with a stock Linux kernel
+# (user-mode Linux from the distro's user-mode-linux package: openvswitch, sch_red, sch_netem and
+# tcp_dctcp as modules), with this checkout mounted at the same path (hostfs), and returns the
+# command's exit status. This host's kernel has none of those modules (shared/reference/platform.md).
+#   sudo bash scripts/vm_test.sh                 # the stock-kernel tests (tests/stock)
+#   sudo bash scripts/vm_test.sh CMD [ARGS...]   # any command, run from the checkout inside the guest
+#   sudo bash scripts/vm_test.sh --check         # exit 0 if this machine can run the tier, else 3
+# The guest's root filesystem (a debootstrapped minbase of the host's own distribution and mirror,
+# with scripts/packages.txt installed and the UML kernel's modules) is built once and cached in
+# .vm/ under a hash of its inputs; each boot writes to a throw-away copy-on-write file. `make clean`
+# removes .vm/. Nothing is left running after an interrupt: the guest runs in its own process group,
+# which is killed on exit.
+# Exit status: the command's; 3 environment problem (not root, a package that will not install,
+# the image build failed, the guest did not report a status); 124 the guest ran past VM_TIMEOUT_S.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd -P)
+VM=$ROOT/.vm
+say() { printf 'vm-test: %s\n' "$*" >&2; }
+die() { printf 'vm-test: %s\n' "$*" >&2; exit 3; }
+
+DEFAULT=(.venv/bin/python -m pytest -q -p no:cacheprovider tests/stock)
+MEM=${VM_MEM:-4G}
+TIMEOUT_S=${VM_TIMEOUT_S:-2400}
+
+[ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, mkfs, the guest's fabric) -- fix: sudo make vm-test"
+
+HOST_PKGS=(user-mode-linux debootstrap e2fsprogs)
+host_missing() {
+  local p out=()
+  for p in "${HOST_PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || out+=("$p")
+  done
+  echo "${out[@]}"
+}
+
+if [ "${1:-}" = "--check" ]; then
+  # the tier can run where the UML kernel is installed or installable from the package registry
+  [ -z "$(host_missing)" ] && exit 0
+  command -v apt-get >/dev/null && apt-cache show user-mode-linux >/dev/null 2>&1 && exit 0
+  exit 3
+fi
+
+missing=$(host_missing)
+if [ -n "$missing" ]; then
+  say "installing on this machine: $missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq || die "apt-get update failed -- fix: check the package mirror"
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null || die "apt-get install failed for: $missing"
+fi
+UML=$(command -v linux.uml || true)
+[ -x "$UML" ] || die "user-mode-linux installed but linux.uml is not on PATH"
+KVER=$(ls /usr/lib/uml/modules 2>/dev/null | head -1)
+[ -n "$KVER" ] || die "no modules under /usr/lib/uml/modules -- fix: apt-get install --reinstall user-mode-linux"
+
+mapfile -t PKGS < <(grep -v '^[[:space:]]*\(#\|$\)' scripts/packages.txt)
+. /etc/os-release
+SUITE=${VERSION_CODENAME:?}
+# the machine's own mirror: the first deb822 URIs line, else the first one-line deb entry
+MIRROR=$(grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -v security | head -1 || true)
+[ -n "$MIRROR" ] || MIRROR=$(grep -h '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+                             | awk '{print $2}' | grep -v security | head -1 || true)
+[ -n "$MIRROR" ] || die "no package mirror found in /etc/apt -- fix: configure apt"
+
+HASH=$( { cat scripts/vm_test.sh scripts/packages.txt; echo "$SUITE $MIRROR"
+          dpkg-query -W -f='${Version}' user-mode-linux; } | sha256sum | cut -c1-16)
+IMG=$VM/rootfs-$HASH.ext4
+
+build_image() {
+  local tmp=$VM/build.$$
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  trap 'rm -rf "$tmp"' RETURN
+  local t0=$SECONDS
+  say "building the guest image ($ID $SUITE from $MIRROR, ${#PKGS[@]} packages; cached as ${IMG#"$ROOT"/})"
+  local inc
+  inc=$(IFS=,; echo "${PKGS[*]},kmod,udev,ifupdown,netbase")
+  debootstrap --variant=minbase --include="$inc" "$SUITE" "$tmp/root" "$MIRROR" > "$tmp/debootstrap.log" 2>&1 \
+    || { tail -20 "$tmp/debootstrap.log" >&2; die "debootstrap failed (log above)"; }
+  mkdir -p "$tmp/root/lib/modules"
+  cp -a "/usr/lib/uml/modules/$KVER" "$tmp/root/lib/modules/"
+  chroot "$tmp/root" depmod -a "$KVER" >/dev/null 2>&1 || true
+  # PID 1 in the image only mounts the checkout and hands over to scripts/vm_init.sh there, so
+  # changing the init does not rebuild the image
+  cat > "$tmp/root/sbin/interleave-vm-init" <<'STUB'
+#!/bin/sh
+mount -t proc proc /proc
+root=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^interleave.root=//p')
+mkdir -p "$root" && mount -t hostfs none "$root" -o "$root" && exec /bin/bash "$root/scripts/vm_init.sh"
+echo "vm-init: could not mount the checkout $root over hostfs" > /dev/console
+python3 -c 'import ctypes; ctypes.CDLL(None).reboot(0x4321FEDC)'
+STUB
+  chmod 0755 "$tmp/root/sbin/interleave-vm-init"
+  rm -rf "$tmp/root/var/cache/apt/archives/"*.deb "$tmp/root/var/lib/apt/lists/"*
+  local mb
+  mb=$(( $(du -sm "$tmp/root" | cut -f1) * 13 / 10 + 512 ))
+  mkfs.ext4 -q -F -L interleave-vm -d "$tmp/root" "$tmp/img" "${mb}M" || die "mkfs.ext4 -d failed"
+  rm -f "$VM"/rootfs-*.ext4
+  mv "$tmp/img" "$IMG"
+  say "image built in $((SECONDS - t0)) s ($(du -sm "$IMG" | cut -f1) MiB)"
+}
+
+mkdir -p "$VM"
+[ -f "$IMG" ] || build_image
+
+cmd=("$@"); [ "${#cmd[@]}" -gt 0 ] || cmd=("${DEFAULT[@]}")
+RUN=$VM/run.$$
+mkdir -p "$RUN"
+printf '%q ' "${cmd[@]}" > "$RUN/command"
+pgid=""
+cleanup() {
+  [ -n "$pgid" ] && kill -KILL -- "-$pgid" 2>/dev/null || true
+  rm -rf "$RUN"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+say "booting the guest (UML $KVER, $MEM) to run: ${cmd[*]}"
+# setsid: the guest's many host processes form one group, killed on any exit (cleanup)
+setsid "$UML" mem="$MEM" ubd0="$RUN/cow,$IMG" root=/dev/ubda rw init=/sbin/interleave-vm-init \
+  interleave.root="$ROOT" interleave.run="$RUN" con0=null,fd:1 con=null ssl=null loglevel=3 quiet &
+uml=$!
+pgid=$uml
+( sleep "$TIMEOUT_S"; kill -KILL -- "-$uml" 2>/dev/null ) &
+watchdog=$!
+wait "$uml" || true
+kill "$watchdog" 2>/dev/null || true
+wait "$watchdog" 2>/dev/null || true
+pgid=""
+if [ ! -f "$RUN/status" ]; then
+  [ -f "$RUN/started" ] && [ ! -f "$RUN/status" ] && [ "$SECONDS" -ge "$TIMEOUT_S" ] && { say "the guest ran past ${TIMEOUT_S} s"; exit 124; }
+  die "the guest powered off without reporting a status (its console output is above)"
+fi
+status=$(cat "$RUN/status")
+say "the command exited $status inside the guest"
+exit "$status"
