@@ -24,6 +24,8 @@ off() { sync; python3 -c 'import ctypes; ctypes.CDLL(None).reboot(0x4321FEDC)'; 
 arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^$1=//p" | head -1; }
 root=$(arg interleave.root)
 run=$(arg interleave.run)
+# a checkout under /tmp or /run was hidden by the tmpfs mounted there: mount it again
+mountpoint -q "$root" || { mkdir -p "$root" && mount -t hostfs none "$root" -o "$root"; }
 touch "$run/started"
 for m in openvswitch sch_red sch_netem sch_htb sch_prio cls_u32 cls_bpf tcp_dctcp veth; do
   modprobe "$m" 2>/dev/null || echo "vm-init: modprobe $m failed" > /dev/console
