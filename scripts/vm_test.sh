@@ -20,7 +20,7 @@ VM=$ROOT/.vm
 say() { printf 'vm-test: %s\n' "$*" >&2; }
 die() { printf 'vm-test: %s\n' "$*" >&2; exit 3; }
 
-DEFAULT=(.venv/bin/python -m pytest -q -p no:cacheprovider tests/stock)
+DEFAULT=(bash -c "bash scripts/setup.sh && .venv/bin/python -m pytest -q -p no:cacheprovider tests/stock")
 MEM=${VM_MEM:-4G}
 TIMEOUT_S=${VM_TIMEOUT_S:-2400}
 
