@@ -276,7 +276,7 @@ class FabricController(app_manager.OSKenApp):
         self._record({"t": time.monotonic(), "dpid": ev.msg.datapath.id, "kind": "port",
                       "ports": port_counters(ev.msg.body)})
         if not (ev.msg.flags & ev.msg.datapath.ofproto.OFPMPF_REPLY_MORE):
-            getattr(self, "tm_waiting", {}).pop((ev.msg.datapath.id, "port"), None)
+            self.tm_waiting.pop((ev.msg.datapath.id, "port"), None)
 
     @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
     def flow_stats_reply(self, ev):
@@ -285,7 +285,7 @@ class FabricController(app_manager.OSKenApp):
         self.tm_parts.setdefault(dpid, {}).update(ce_counters(msg.body))
         if not (msg.flags & msg.datapath.ofproto.OFPMPF_REPLY_MORE):
             self._record({"t": time.monotonic(), "dpid": dpid, "kind": "ce", "ce": self.tm_parts.pop(dpid)})
-            getattr(self, "tm_waiting", {}).pop((dpid, "ce"), None)
+            self.tm_waiting.pop((dpid, "ce"), None)
 
     # ---- control socket -------------------------------------------------
     def _serve(self, sock, addr):

@@ -392,7 +392,6 @@ class KeepUpWatch:
     IDLE_MIN CPU idle. A backlog of at least K / pace is such a stall."""
 
     def __init__(self, fab, params, pace_bps):
-        self.params, self.pace = params, pace_bps
         self.stall_s = params.ecn_k_bytes * 8 / pace_bps             # the shortest stall that can mark
         threads = forwarding_threads(getattr(fab, "datapath", "user") == "user")
         threads = {**threads, **steal_clocks()} if threads else threads

@@ -12,8 +12,7 @@
     rate: exact for a rectangular phase however the sampling blurs its edges, and the bytes of
     every phase are kept; it is placed on the run's area-weighted centre; the cycle is rotated so
     that the iteration starts where the longest Down gap starts (compute first, as in the built-in
-    profiles). Widths at half the plateau (tried until 2026-12-02) depend on the blur: phase widths
-    then spread twice as wide over repeats (results/README.md, "Profiling");
+    profiles); accuracy over repeats: results/README.md, "Profiling";
   * rates are scaled back to the reference line rate: gbps = Mbit/s / 1000 / scale.
 Nothing shorter than a sample period is resolved: the folded profile is smoothed over one sample
 period before thresholding, and Up runs separated by less than two sample periods are merged
@@ -178,21 +177,19 @@ def nic_series(records, dpid, port):
     """(times, Mbit/s) of a host NIC from the switch port's rx counter, on the switch's own counter
     time stamps (port age) shifted onto the receipt clock, resampled onto a uniform grid of the
     median sampling interval by interpolating the byte counter: every grid step holds the bytes
-    that crossed it, so an interval whose time stamp is off (under load, one read as 1 ms apart
-    carried bytes of 5 ms: 265 Mbit/s on a 50 Mbit/s link) moves bytes by that error but never adds
-    any, as averaging per-interval rates did."""
+    that crossed it, so a time stamp that is off (seen under load) moves bytes by its error but
+    never adds any, as averaging per-interval rates did."""
     pts = []
     for r in records:
         if r["kind"] == "port" and r["dpid"] == dpid:
             v = r["ports"].get(str(port), r["ports"].get(port))
             if v is not None:
                 pts.append((v[5] if len(v) > 5 else r["t"], v[0]))
-    t = np.array([p[0] for p in pts], dtype=float)
-    b = np.array([p[1] for p in pts], dtype=float)
-    keep = np.concatenate([[True], np.diff(t) > 0]) if len(t) else np.array([], bool)
-    t, b = t[keep], np.maximum.accumulate(b[keep]) if keep.any() else b[keep]
+    # in time order, one reading per time stamp; a counter never goes back
+    t, first = np.unique(np.array([p[0] for p in pts], dtype=float), return_index=True)
     if len(t) < 2:
         return np.array([]), np.array([])
+    b = np.maximum.accumulate(np.array([p[1] for p in pts], dtype=float)[first])
     dt = float(np.median(np.diff(t)))
     edges = np.arange(t[0], t[-1] + dt / 2, dt)
     cum = np.interp(edges, t, b)

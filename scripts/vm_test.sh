@@ -130,7 +130,7 @@ kill "$watchdog" 2>/dev/null || true
 wait "$watchdog" 2>/dev/null || true
 pgid=""
 if [ ! -f "$RUN/status" ]; then
-  [ -f "$RUN/started" ] && [ ! -f "$RUN/status" ] && [ "$SECONDS" -ge "$TIMEOUT_S" ] && { say "the guest ran past ${TIMEOUT_S} s"; exit 124; }
+  [ "$SECONDS" -ge "$TIMEOUT_S" ] && { say "the guest ran past ${TIMEOUT_S} s"; exit 124; }
   die "the guest powered off without reporting a status (its console output is above)"
 fi
 status=$(cat "$RUN/status")
