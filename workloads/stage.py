@@ -14,11 +14,13 @@ reference time (for targets and the ECT) is its planned slot, or its late start:
 it in its header.
 
 Pacing (the central decision enforced at the host): a flow with a ``schedule`` (its planned
-cumulative sending curve, seconds after its step's reference; it ends so that the flow arrives at
-``target_s``) sends each 8 KB slice when the curve reaches it, minus the path latency of a slice
-measured before the start. A slice whose time has passed (the flow was released late, or congestion
-held it) goes at once: the flow catches up as fast as TCP allows. A flow without a schedule (fair
-sharing) is sent at once and TCP shares the links.
+cumulative sending curve, seconds after its step's reference: when its bytes leave the sender; the
+plan's ``target_s`` is the curve's end plus the path's store-and-forward latency) writes each 8 KB
+slice when the curve reaches it. The curve already leaves the path its latency, so nothing is sent
+ahead of it: a paced flow arrives between the curve's end and its target unless the network holds
+it longer. A slice whose time has passed (the flow was released late, or congestion held it) goes at
+once: the flow catches up as fast as TCP allows. A flow without a schedule (fair sharing) is sent at
+once and TCP shares the links.
 
 Output: iteration rows as the agent's (``start`` first op start, ``comm_start`` first flow released
 or received, ``comm_end`` last flow received, ``end`` last op end), and ``<out>.flows`` rows
@@ -36,18 +38,17 @@ from workloads.wire import (PACING, PAYLOAD, SLICE, Peers, Stopped, connect_dead
                             recv_exact, send_all, sleep_until)
 
 HEADER = struct.Struct("!IIdd")     # step, flow index, step reference (monotonic s), release time
-CAL_STEP, CAL_ROUNDS = 0xFFFFFFFF, 11
 
 
 class ConnectionLost(RuntimeError):
     pass
 
 
-def paced_send(sock, n, ref, schedule, tail_s=0.0):
+def paced_send(sock, n, ref, schedule):
     """Send n bytes along ``schedule`` ([[t, fraction of bytes sent], ...], t seconds after the
     monotonic time ``ref``): each slice is written when the schedule has sent every byte up to and
-    including it, minus ``tail_s`` (the path latency of a slice). No schedule: at once. A slice whose
-    time is past goes at once, so a late flow catches up as fast as TCP allows."""
+    including it. No schedule: at once. A slice whose time is past goes at once, so a late flow
+    catches up as fast as TCP allows."""
     if not schedule:
         send_all(sock, n)
         return
@@ -56,7 +57,7 @@ def paced_send(sock, n, ref, schedule, tail_s=0.0):
     sent = 0
     while sent < n:
         k = min(SLICE, n - sent)
-        sleep_until(ref + schedule_time(ts, xs, (sent + k) / n) - tail_s, PACING)
+        sleep_until(ref + schedule_time(ts, xs, (sent + k) / n), PACING)
         sock.sendall(PAYLOAD[:k])
         sent += k
 
@@ -81,7 +82,6 @@ class Worker:
         self.cv = threading.Condition()
         self.errors = []
         self.queues = {}
-        self.tail = 0.0
 
     def pairs(self):
         return {(f["src"], f["dst"]) for f in self.flows if self.me in (f["src"], f["dst"])}
@@ -109,7 +109,7 @@ class Worker:
                 step, idx, ref, release = item
                 f = self.flows[idx]
                 sock.sendall(HEADER.pack(step, idx, ref, release))
-                paced_send(sock, f["bytes"], ref, f.get("schedule"), self.tail)
+                paced_send(sock, f["bytes"], ref, f.get("schedule"))
         except OSError as exc:
             with self.cv:
                 self.errors.append(exc)
@@ -124,18 +124,6 @@ class Worker:
                 self.cv.wait(0.2)
             return [self.arrived[(step, i)] for i in inputs]
 
-    def calibrate(self, peers):
-        """Median time for one slice to reach a successor (its 1-byte echo's return included): what
-        a paced flow's schedule leaves for the path, so that the last slice arrives at the target."""
-        times = []
-        for _dst, s in sorted(peers.out.items()):
-            for _ in range(CAL_ROUNDS):
-                t = now()
-                s.sendall(HEADER.pack(CAL_STEP, 0, 0.0, 0.0) + PAYLOAD[:SLICE])
-                recv_exact(s, 1)
-                times.append(now() - t)
-        return sorted(times)[len(times) // 2] if times else 0.0
-
 
 def run(cfg, worker, out_path):
     """The program loop; returns the agent's final summary."""
@@ -147,8 +135,7 @@ def run(cfg, worker, out_path):
     first_start = timing.slot_time(t0, 0.0, cfg.get("first_slot", 0), period)
     peers.connect(deadline=connect_deadline(first_start))
     for s in peers.inc.values():
-        threading.Thread(target=_calibration_then_receive, args=(w, s), daemon=True).start()
-    w.tail = w.calibrate(peers)
+        threading.Thread(target=w._receiver, args=(s,), daemon=True).start()
     senders = []
     for dst, s in peers.out.items():
         w.queues[dst] = queue.Queue()
@@ -203,20 +190,7 @@ def run(cfg, worker, out_path):
         rows.close()
         frows.close()
         peers.close()
-    return {"job": cfg["job"], "worker": worker, "iterations": done, "realignments": 0,
-            "step_latency_ms": {"slice": round(w.tail * 1000, 3)}}
-
-
-def _calibration_then_receive(w, sock):
-    try:
-        for _ in range(CAL_ROUNDS):
-            recv_exact(sock, HEADER.size + SLICE)
-            sock.sendall(b"\0")
-    except (Stopped, OSError) as exc:
-        with w.cv:
-            w.errors.append(exc)
-        return
-    w._receiver(sock)
+    return {"job": cfg["job"], "worker": worker, "iterations": done, "realignments": 0}
 
 
 def main(cfg, worker, out_path):
