@@ -2,12 +2,15 @@
 """Fabric benchmark: emulated capacity under a long-flow load, against the max-min ideal.
 
 Load: a permutation, host i sends one long TCP flow to host i + N/2 (every flow crosses pods on the
-fat-tree). For each link rate: build the fabric (timed), run the flows for --seconds (the first
---omit seconds not counted), compare the summed goodput with the max-min fair allocation on the
-routes in use (converted to goodput with the payload share of a frame), record ovs-vswitchd CPU,
-tear down (timed). Prints a Markdown table; --json writes the raw numbers too.
+fat-tree). For each link rate: build the fabric (timed) with the doctor's backends (or
+--datapath / --ecn-marker), run the flows for --seconds (the first --omit seconds not counted),
+compare the summed goodput with the max-min fair allocation on the routes in use (converted to
+goodput with the payload share of a frame), and each flow with its own max-min rate (the worst
+flow's share and Jain's fairness index of the shares: the aggregate hides starvation), record
+ovs-vswitchd CPU, tear down (timed). Prints a Markdown table; ``--publish FILE`` writes it into
+FILE's block ``<!-- interleave bench fabric-fidelity-DATAPATH -->``; --json writes the raw numbers.
 
-Run as root: sudo .venv/bin/python bench/fabric_fidelity.py [--rates 10,20,50,100]
+Run as root: sudo .venv/bin/python bench/fabric_fidelity.py [--rates 10,20,50,100] [--repeats 3]
 """
 import argparse
 import json
@@ -18,12 +21,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from harness import probe  # noqa: E402
+from harness.errors import InterleaveError  # noqa: E402
 from harness.fabric import Fabric  # noqa: E402
 from harness.lifecycle import RunLock  # noqa: E402
 from harness.linkmodel import LinkParams  # noqa: E402
 from harness.maxmin import maxmin_rates  # noqa: E402
 from harness.netcheck import payload_share  # noqa: E402
 from harness.routing import directed_links  # noqa: E402
+from harness.sets import emit_bench  # noqa: E402
 from topologies import by_name  # noqa: E402
 
 
@@ -50,13 +56,19 @@ def sampling(path, period_s, wall_s):
     return round(sorted(gaps)[len(gaps) // 2] * 1000, 1), round(got / (len(by) * wall_s / period_s), 3)
 
 
-def run_one(topology, rate, seconds, omit, mtu, telemetry_ms=None):
+def jain(xs):
+    """Jain's fairness index: 1 when every share is equal, 1/n when one flow gets everything."""
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
+
+
+def run_one(topology, rate, seconds, omit, mtu, backends, telemetry_ms=None):
     params = LinkParams.scaled(rate, mtu=mtu)
     topo = by_name(topology, link=params)
     n = len(topo.hosts)
     pairs = [(topo.hosts[i], topo.hosts[(i + n // 2) % n]) for i in range(n)]
     with RunLock() as lock:
-        fab = Fabric(topo, lock.ledger, lock.dir)
+        fab = Fabric(topo, lock.ledger, lock.dir, datapath=backends["datapath"], marker=backends["ecn_marker"],
+                     cc=backends["congestion_control"])
         t0 = time.monotonic()
         fab.start()
         build = time.monotonic() - t0
@@ -97,8 +109,13 @@ def run_one(topology, rate, seconds, omit, mtu, telemetry_ms=None):
             t1 = time.monotonic()
             fab.stop()
             teardown = time.monotonic() - t1
-    ideal_goodput = sum(ideal.values()) * payload_share(mtu)
+    share = payload_share(mtu)
+    ideal_goodput = sum(ideal.values()) * share
+    own = [g / (ideal[p] * share) for g, p in zip(got, pairs)]
     return {"topology": topology, "rate_mbps": rate, "mtu": mtu, "flows": len(pairs),
+            "datapath": backends["datapath"], "ecn_marker": backends["ecn_marker"],
+            "congestion_control": backends["congestion_control"],
+            "worst_flow_share": round(min(own), 3), "jain_index": round(jain(own), 3),
             "queue_bytes": params.queue_bytes, "ecn_k_bytes": params.ecn_k_bytes,
             "aggregate_mbps": round(sum(got) / 1e6, 1), "ideal_mbps": round(ideal_goodput / 1e6, 1),
             "fidelity": round(sum(got) / ideal_goodput, 3),
@@ -107,19 +124,34 @@ def run_one(topology, rate, seconds, omit, mtu, telemetry_ms=None):
             "telemetry_ms": telemetry_ms, "sample_interval_ms": samp[0], "samples_received": samp[1]}
 
 
+def span(vals, fmt="{:.3f}"):
+    lo, hi = min(vals), max(vals)
+    return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}-{fmt.format(hi)}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--topology", default="fattree")
     ap.add_argument("--rates", default="10,20,50,100")
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--mtu", type=int, default=9000)
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--omit", type=int, default=2)
+    ap.add_argument("--datapath", choices=["kernel", "user"], help="override the doctor's choice")
+    ap.add_argument("--ecn-marker", choices=["red", "bpf"], help="override the doctor's choice")
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--publish", metavar="FILE")
     ap.add_argument("--telemetry-ms", default="", help="comma list of polling periods to compare (0 = off), "
                                                         "at the first rate of --rates")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench needs root: sudo .venv/bin/python bench/fabric_fidelity.py")
+    findings = probe.doctor()
+    try:
+        backends = probe.resolve(findings, args.datapath, args.ecn_marker)
+        probe.require_ready(findings)
+    except InterleaveError as exc:
+        sys.exit(f"fabric_fidelity: {exc}")
     rows = []
     if args.telemetry_ms:
         rate = float(args.rates.split(",")[0])
@@ -127,7 +159,7 @@ def main():
         print("| polling period | aggregate / ideal (Mbit/s) | fidelity | vswitchd CPU | median sample interval | samples received |")
         print("| --- | --- | --- | --- | --- | --- |")
         for p in (float(x) for x in args.telemetry_ms.split(",")):
-            r = run_one(args.topology, rate, args.seconds, args.omit, args.mtu, telemetry_ms=p or None)
+            r = run_one(args.topology, rate, args.seconds, args.omit, args.mtu, backends, telemetry_ms=p or None)
             rows.append(r)
             print(f"| {'off' if not p else f'{p:g} ms'} | {r['aggregate_mbps']} / {r['ideal_mbps']} | {r['fidelity']} | "
                   f"{r['vswitchd_cpu']:.0%} | {r['sample_interval_ms'] if p else '-'} ms | "
@@ -135,17 +167,30 @@ def main():
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=2))
         return
-    print("| link | flows | aggregate / max-min ideal (Mbit/s) | fidelity | slowest..fastest flow | "
-          "vswitchd CPU | build | teardown |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    lines = [f"{args.topology}, {args.repeats} run(s) per link rate, datapath {backends['datapath']}, ECN marker "
+             f"{backends['ecn_marker']}, {backends['congestion_control']}+ECN, {os.cpu_count()} CPU(s); "
+             f"ranges over the runs. Own share = a flow's goodput / its max-min rate.", "",
+             "| link | flows | aggregate / max-min ideal (Mbit/s) | fidelity | worst flow's own share | "
+             "Jain index | slowest..fastest flow (Mbit/s) | vswitchd CPU | build | teardown |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for rate in (float(r) for r in args.rates.split(",")):
-        r = run_one(args.topology, rate, args.seconds, args.omit, args.mtu)
-        rows.append(r)
-        print(f"| {rate:g} Mbit/s | {r['flows']} | {r['aggregate_mbps']} / {r['ideal_mbps']} | {r['fidelity']} | "
-              f"{r['min_flow_mbps']}..{r['max_flow_mbps']} | {r['vswitchd_cpu']:.0%} | {r['build_s']} s | "
-              f"{r['teardown_s']} s |", flush=True)
+        rs = []
+        for i in range(args.repeats):
+            rs.append(run_one(args.topology, rate, args.seconds, args.omit, args.mtu, backends))
+            r = rs[-1]
+            print(f"{rate:g} Mbit/s run {i + 1}/{args.repeats}: fidelity {r['fidelity']}, worst flow "
+                  f"{r['worst_flow_share']}, Jain {r['jain_index']}", file=sys.stderr, flush=True)
+        rows += rs
+        lines.append(f"| {rate:g} Mbit/s | {rs[0]['flows']} | {span([r['aggregate_mbps'] for r in rs], '{:.1f}')} / "
+                     f"{rs[0]['ideal_mbps']} | {span([r['fidelity'] for r in rs])} | "
+                     f"{span([r['worst_flow_share'] for r in rs])} | {span([r['jain_index'] for r in rs])} | "
+                     f"{min(r['min_flow_mbps'] for r in rs)}..{max(r['max_flow_mbps'] for r in rs)} | "
+                     f"{span([r['vswitchd_cpu'] for r in rs], '{:.0%}')} | "
+                     f"{span([r['build_s'] for r in rs], '{:.1f}')} s | {span([r['teardown_s'] for r in rs], '{:.1f}')} s |")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
+    emit_bench(f"fabric-fidelity-{backends['datapath']}", "# fabric fidelity\n\n" + "\n".join(lines) + "\n", args.publish,
+               "sudo .venv/bin/python bench/fabric_fidelity.py " + " ".join(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ def topology_from_args(args):
     from harness.linkmodel import LinkError, LinkParams
     from topologies import TopologyError, by_name
     try:
-        link = LinkParams.scaled(args.rate_mbps, mtu=args.mtu)
+        link = LinkParams.from_spec({"rate_mbps": args.rate_mbps, "mtu": args.mtu, "delay_ms": args.delay_ms})
         params = {}
         if args.topology == "dumbbell":
             params["hosts_per_side"] = args.hosts_per_side
@@ -65,7 +65,7 @@ def cmd_netcheck(args):
     findings = probe.doctor()
     if not findings["root"]:
         raise EnvError("netcheck builds a network and needs root", "run it with sudo")
-    backends = probe.resolve(findings, args.datapath, args.ecn_marker)
+    backends = probe.resolve(findings, args.datapath, args.ecn_marker, delay=args.delay_ms > 0)
     probe.require_ready(findings)
     with RunLock(log=log) as lock:
         log(f"netcheck: {topo.name}, {len(topo.hosts)} hosts, {len(topo.switches)} switches; "
@@ -357,6 +357,8 @@ def build_parser():
     p.add_argument("--hosts-per-side", type=int, default=2, help="dumbbell only (default 2)")
     p.add_argument("--rate-mbps", type=float, default=50.0, help="link rate (default 50)")
     p.add_argument("--mtu", type=int, default=9000, help="MTU of every link (default 9000)")
+    p.add_argument("--delay-ms", type=float, default=0.0,
+                   help="one-way propagation delay of every link (default 0; needs sch_netem)")
     p.add_argument("--datapath", choices=["kernel", "user"], help="override the doctor's choice")
     p.add_argument("--ecn-marker", choices=["red", "bpf"], help="override the doctor's choice")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -27,6 +27,7 @@ RANGES = {
     "link.mtu": (576, 9000),
     "link.queue_bytes": (0, 1 << 30),
     "link.ecn_k_bytes": (0, 1 << 30),
+    "link.delay_ms": (0, 1000),
     "topology.k": (2, 32),
     "topology.hosts_per_edge": (1, 64),
     "topology.hosts_per_side": (1, 512),

@@ -16,6 +16,10 @@ Scaling rule, for an emulated rate r (Mbit/s) and MTU m:
     notes). 48 ms at 50 Mbit/s is 300 KB, the size measured to give fidelity 0.96 there.
   * MTU 9000 by default: the userspace OVS datapath forwards ~150k packets/s in all, so bytes per
     packet set the emulated capacity (platform notes).
+  * times are not scaled (iterations keep the reference's durations), so a link's one-way
+    propagation delay ``delay_ms`` is the reference fabric's; ``time_dilation`` stretches it like
+    every other time. Default 0: the reference fabric's few microseconds are far below the
+    emulator's own per-hop store-and-forward time (1.4 ms for a 9000-byte frame at 50 Mbit/s).
 """
 from dataclasses import asdict, dataclass, replace
 
@@ -51,6 +55,7 @@ class LinkParams:
     ecn_k_bytes: int
     mtu: int
     sharing: str = "fifo"     # switch egress: one FIFO | a queue per job (SHARING)
+    delay_ms: float = 0.0     # one-way propagation delay, each direction (netem where the kernel has it)
 
     @classmethod
     def default(cls):
@@ -85,9 +90,9 @@ class LinkParams:
 
     @classmethod
     def from_spec(cls, link, reference_gbps=REFERENCE_GBPS):
-        """Build from the spec's ``link`` mapping (keys: rate_mbps, ecn_k_bytes, queue_bytes, mtu)."""
+        """Build from the spec's ``link`` mapping (keys: rate_mbps, ecn_k_bytes, queue_bytes, mtu, sharing, delay_ms)."""
         link = dict(link or {})
-        allowed = {"rate_mbps", "ecn_k_bytes", "queue_bytes", "mtu", "sharing"}
+        allowed = {"rate_mbps", "ecn_k_bytes", "queue_bytes", "mtu", "sharing", "delay_ms"}
         for key in link:
             if key not in allowed:
                 raise LinkError(f"link.{key}", link[key], "unknown key; allowed: " + ", ".join(sorted(allowed)))
@@ -98,7 +103,16 @@ class LinkParams:
         base = cls.scaled(link.get("rate_mbps", DEFAULT_RATE_MBPS), mtu=link.get("mtu", DEFAULT_MTU),
                           ecn_k_bytes=link.get("ecn_k_bytes"), queue_bytes=link.get("queue_bytes"),
                           reference_gbps=reference_gbps)
-        return replace(base, sharing=sharing) if sharing != "fifo" else base
+        delay = _number("link.delay_ms", link.get("delay_ms", 0.0), strict=False)
+        return replace(base, sharing=sharing, delay_ms=float(delay))
+
+    def dilated(self, dil):
+        """The parameters on the wall clock of ``time_dilation`` (a workloads.timing.Dilation): the rate
+        divided (K and the queue follow the scaling rule at that rate), the delay multiplied."""
+        if dil.factor == 1:
+            return self
+        return replace(LinkParams.scaled(dil.rate(self.rate_mbps), mtu=self.mtu), sharing=self.sharing,
+                       delay_ms=dil.wall(self.delay_ms))
 
     @property
     def rate_bps(self):

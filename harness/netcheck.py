@@ -4,6 +4,8 @@ Checks (each gives ok, the measured figures, and a one-line detail):
   reachability    every ordered host pair answers one ping (fping from every host at once)
   routes          the routes read back from the switches (``ovs-ofctl dump-flows``, walked hop by
                   hop) and the controller's record of its acknowledged entries equal the computed ones
+  delay           (links with delay_ms only) the far pair's smallest round trip carries every link's
+                  propagation delay on both routes, plus at most DELAY_SLACK_MS of forwarding time
   shaped_rate     one TCP flow across the fabric reaches the link rate within +-10 % (goodput is
                   compared with rate x payload share of a frame, since HTB counts whole frames)
   ecn_congested   two full-rate flows whose routes meet on a switch-to-switch link (congested_flows):
@@ -19,6 +21,7 @@ A check that cannot run (a tool missing) fails with the reason; nothing is skipp
 """
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -106,6 +109,36 @@ def check_shaped_rate(fab, seconds=3):
     return {"name": "shaped_rate", "ok": abs(ratio - 1) <= 0.10, "flow": f"{src}->{dst}",
             "expected_mbps": round(expect / 1e6, 2), "measured_mbps": round(got / 1e6, 2),
             "ratio": round(ratio, 3), "detail": f"{got / 1e6:.1f} of {expect / 1e6:.1f} Mbit/s goodput ({ratio:.1%})"}
+
+
+PINGS = 20
+DELAY_SLACK_MS = 5.0
+
+
+def parse_ping_rtts(text):
+    """Round-trip times (ms) of the replies in ``ping`` output."""
+    return [float(m) for m in re.findall(r"time=([0-9.]+) ms", text)]
+
+
+def check_delay(fab):
+    """Links with a propagation delay (netem): the far pair's round trip carries the delay of every
+    link of both routes. The smallest of PINGS round trips (small packets: serialization is
+    negligible) must lie between that delay and the delay plus DELAY_SLACK_MS (the fabric's own
+    forwarding time)."""
+    src, dst = far_pair(fab.topo)
+    from harness.routing import path_delays
+    delay = path_delays(fab.topo)
+    expect = delay(fab.routes[(src, dst)]) + delay(fab.routes[(dst, src)])
+    out = fab.in_host(src, f"ping -n -q -c {PINGS} -i 0.05 -W 2 {fab.topo.ip(dst)} >/dev/null; "
+                           f"ping -n -c {PINGS} -i 0.05 -W 2 {fab.topo.ip(dst)}", check=False)
+    rtts = parse_ping_rtts(out)
+    lo = min(rtts) if rtts else None
+    ok = lo is not None and expect <= lo <= expect + DELAY_SLACK_MS
+    return {"name": "delay", "ok": ok, "pair": f"{src}->{dst}", "expected_rtt_ms": round(expect, 3),
+            "min_rtt_ms": lo, "median_rtt_ms": sorted(rtts)[len(rtts) // 2] if rtts else None,
+            "replies": len(rtts),
+            "detail": (f"round trip {src}->{dst}: smallest {lo} ms of {len(rtts)} replies, links' delay "
+                       f"{expect:.2f} ms (allowed up to {DELAY_SLACK_MS} ms more)")}
 
 
 def congested_flows(topo, routes):
@@ -530,7 +563,8 @@ def _upstream(fab, flows, a, b):
 
 def run_checks(fab, log=lambda msg: None):
     checks = []
-    for fn in (check_reachability, check_routes, check_shaped_rate, check_ecn):
+    delayed = any(l.params.delay_ms > 0 for l in fab.topo.links)
+    for fn in (check_reachability, check_routes, *([check_delay] if delayed else []), check_shaped_rate, check_ecn):
         log(f"check: {fn.__name__[6:]}")
         res = fn(fab)
         for r in res if isinstance(res, list) else [res]:

@@ -222,7 +222,7 @@ def measure(spec, job_name, workdir, period_ms=5.0, seconds=8.0, log=lambda m: N
     n_it = max(20, int(seconds * 1000 / prof.iteration_ms))
     run_job = Job(job.name, job.model, len(hosts), n_it)
     findings = probe.doctor()
-    backends = probe.resolve(findings)
+    backends = probe.resolve(findings, delay=spec.link.delay_ms > 0)
     probe.require_ready(findings)
     edge = topo.edge_of(hosts[0])
     with RunLock(log=log) as lock:

@@ -23,6 +23,14 @@ def directed_links(path):
     return [f"{u}>{v}" for u, v in zip(path, path[1:])]
 
 
+def path_delays(topo):
+    """A route's one-way propagation delay (ms, the links' ``delay_ms`` summed) as a function of its
+    path, or None when no link has a delay."""
+    hop = {(u, v): l.params.delay_ms for l in topo.links if l.params.delay_ms > 0
+           for u, v in ((l.a, l.b), (l.b, l.a))}
+    return (lambda path: sum(hop.get(e, 0.0) for e in zip(path, path[1:]))) if hop else None
+
+
 def check_path(topo, src, dst, path):
     g = topo.graph()
     if not path or path[0] != src or path[-1] != dst:

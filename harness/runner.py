@@ -35,7 +35,6 @@ from harness.errors import InterleaveError
 from harness.fabric import Fabric
 from harness.fidelity import cpu_idle, idle_shares
 from harness.lifecycle import RunLock
-from harness.linkmodel import LinkParams
 from harness.netcheck import ce_received, datapath_counters
 from harness.progress import Progress
 from harness.replay import COLUMNS as ITER_COLUMNS, Replayer, byte_scale
@@ -144,7 +143,7 @@ def wall_fabric(spec, dil):
     if dil.factor == 1:
         link, topo = spec.link, spec.topology
     else:
-        link = LinkParams.scaled(dil.rate(spec.link.rate_mbps), mtu=spec.link.mtu)
+        link = spec.link.dilated(dil)
         topo = by_name(spec.topology.name, link=link, **spec.topology.params)
     return with_background(topo, spec.background), link
 
@@ -168,7 +167,7 @@ def prepare(out_dir, spec, plan, findings, backends, link, dil):
 
 def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m: None):
     findings = probe.doctor()
-    backends = probe.resolve(findings, datapath, ecn_marker)
+    backends = probe.resolve(findings, datapath, ecn_marker, delay=spec.link.delay_ms > 0)
     probe.require_ready(findings)
     plan = schedule(spec)
     dil = timing.Dilation(spec.time_dilation)

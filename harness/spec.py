@@ -294,7 +294,7 @@ def _fabric(where, raw, ref):
     """(LinkParams, Topology) of ``link`` and ``topology``."""
     try:
         link = LinkParams.from_spec(mapping(where, "link", raw.get("link"),
-                                            "a mapping {rate_mbps, ecn_k_bytes, queue_bytes, mtu}"),
+                                            "a mapping {rate_mbps, ecn_k_bytes, queue_bytes, mtu, sharing, delay_ms}"),
                                     reference_gbps=ref)
     except LinkError as exc:
         raise SpecError(where, exc.key, exc.value, exc.allowed)

@@ -27,7 +27,7 @@ run=$(arg interleave.run)
 # a checkout under /tmp or /run was hidden by the tmpfs mounted there: mount it again
 mountpoint -q "$root" || { mkdir -p "$root" && mount -t hostfs none "$root" -o "$root"; }
 touch "$run/started"
-for m in openvswitch sch_red sch_netem sch_htb sch_prio cls_u32 cls_bpf tcp_dctcp veth; do
+for m in openvswitch sch_red sch_netem sch_htb sch_prio cls_u32 cls_bpf tcp_dctcp veth tun; do
   modprobe "$m" 2>/dev/null || echo "vm-init: modprobe $m failed" > /dev/console
 done
 cd "$root"

@@ -68,10 +68,19 @@ HASH=$( { cat scripts/vm_test.sh scripts/packages.txt; echo "$SUITE $MIRROR"
           dpkg-query -W -f='${Version}' user-mode-linux; } | sha256sum | cut -c1-16)
 IMG=$VM/rootfs-$HASH.ext4
 
+# what this invocation creates, removed on any exit (the guest's process group killed first)
+BUILD=$VM/build.$$ RUN=$VM/run.$$ pgid=""
+cleanup() {
+  [ -n "$pgid" ] && kill -KILL -- "-$pgid" 2>/dev/null || true
+  rm -rf "$BUILD" "$RUN"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 build_image() {
-  local tmp=$VM/build.$$
+  local tmp=$BUILD
   rm -rf "$tmp"; mkdir -p "$tmp"
-  trap 'rm -rf "$tmp"' RETURN
   local t0=$SECONDS
   say "building the guest image ($ID $SUITE from $MIRROR, ${#PKGS[@]} packages; cached as ${IMG#"$ROOT"/})"
   local inc
@@ -105,17 +114,8 @@ mkdir -p "$VM"
 [ -f "$IMG" ] || build_image
 
 cmd=("$@"); [ "${#cmd[@]}" -gt 0 ] || cmd=("${DEFAULT[@]}")
-RUN=$VM/run.$$
 mkdir -p "$RUN"
 printf '%q ' "${cmd[@]}" > "$RUN/command"
-pgid=""
-cleanup() {
-  [ -n "$pgid" ] && kill -KILL -- "-$pgid" 2>/dev/null || true
-  rm -rf "$RUN"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 say "booting the guest (UML $KVER, $MEM) to run: ${cmd[*]}"
 # setsid: the guest's many host processes form one group, killed on any exit (cleanup)
@@ -123,14 +123,14 @@ setsid "$UML" mem="$MEM" ubd0="$RUN/cow,$IMG" root=/dev/ubda rw init=/sbin/inter
   interleave.root="$ROOT" interleave.run="$RUN" con0=null,fd:1 con=null ssl=null loglevel=3 quiet &
 uml=$!
 pgid=$uml
-( sleep "$TIMEOUT_S"; kill -KILL -- "-$uml" 2>/dev/null ) &
-watchdog=$!
+# no watchdog process: one would outlive the guest and hold the caller's output open
+deadline=$((SECONDS + TIMEOUT_S))
+while kill -0 "$uml" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 1; done
+kill -KILL -- "-$uml" 2>/dev/null || true
 wait "$uml" || true
-kill "$watchdog" 2>/dev/null || true
-wait "$watchdog" 2>/dev/null || true
 pgid=""
 if [ ! -f "$RUN/status" ]; then
-  [ "$SECONDS" -ge "$TIMEOUT_S" ] && { say "the guest ran past ${TIMEOUT_S} s"; exit 124; }
+  [ "$SECONDS" -ge "$deadline" ] && { say "the guest ran past ${TIMEOUT_S} s"; exit 124; }
   die "the guest powered off without reporting a status (its console output is above)"
 fi
 status=$(cat "$RUN/status")

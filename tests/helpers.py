@@ -3,23 +3,28 @@ command, and snapshots of what a run may leave behind: bridges, veths, BPF pins,
 ours, and every global setting (all of /proc/sys/net in the root namespace plus the other keys
 Mininet's fixLimits() would change, ``SYSCTL_EXTRA``).
 """
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SYSCTL_EXTRA = ("/proc/sys/kernel/pty/max", "/proc/sys/fs/file-max")
+SYSCTL_EXTRA = ("/proc/sys/kernel/pty/max", "/proc/sys/fs/file-max",
+                "/proc/sys/net/ipv4/tcp_available_congestion_control")   # read-only, but a module load changes it
 CLI_TIMEOUT_S = 300
 
 
 def sysctl_snapshot():
-    """{path: value} of every readable sysctl under /proc/sys/net, and SYSCTL_EXTRA."""
+    """{path: value} of every readable setting under /proc/sys/net, and SYSCTL_EXTRA. Read-only
+    entries are counters, not settings (nf_conntrack_count moves with any connection), and are left out."""
     out = {}
     for root, _dirs, files in os.walk("/proc/sys/net"):
         for f in files:
             path = os.path.join(root, f)
             try:
+                if not os.stat(path).st_mode & 0o222:
+                    continue
                 out[path] = Path(path).read_text()
             except OSError:
                 pass
@@ -67,3 +72,26 @@ def assert_no_leaks(before, after):
     assert after["allowed_cc"] == before["allowed_cc"]
     changed = sysctl_changes(before["sysctls"], after["sysctls"])
     assert not changed, f"global settings changed: {dict(list(changed.items())[:10])}"
+
+
+def netcheck(*args, timeout=CLI_TIMEOUT_S):
+    """``interleave netcheck --json ARGS``: (document, {check name: check}), every check asserted ok."""
+    p = interleave("netcheck", "--json", *args, timeout=timeout)
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads(p.stdout)
+    checks = {c["name"]: c for c in doc["checks"]}
+    assert all(c["ok"] for c in checks.values()), {n: c["detail"] for n, c in checks.items() if not c["ok"]}
+    return doc, checks
+
+
+def assert_receivers_saw_the_marks(congested):
+    """netcheck's ecn_congested: the receivers' CE packets are the marker's marks. One marking queue:
+    the same count (1 %). Several (e.g. a ToR uplink and the last hop): a packet marked twice arrives
+    once, so between the busiest port's count and the sum."""
+    per_port = congested["marker_marks"].values()
+    marks = sum(per_port)
+    assert marks > 0, congested
+    if len(congested["marker_marks"]) == 1:
+        assert abs(congested["receiver_ce"] - marks) <= max(1, 0.01 * marks), congested
+    else:
+        assert max(per_port) * 0.99 <= congested["receiver_ce"] <= marks * 1.01, congested

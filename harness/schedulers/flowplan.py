@@ -65,12 +65,13 @@ def validate(where, key, block, workers, error):
 
 
 def hop_latency_s(link):
-    """Store-and-forward time of one full packet on one emulated link, added per hop to each flow's
-    arrival in the model. A flow at line rate empties the shaper's token bucket, so its last packet
-    waits a serialization time at every hop: ~8.7 ms over a fat-tree's 6 links at 50 Mbit/s
-    (negligible at the reference rate, not in the scaled-down emulator). The sending curve ends
-    this latency before the target; the hosts pace along the curve (workloads.stage)."""
-    return (link.mtu + 38) * 8 / (link.rate_mbps * 1e6)
+    """Store-and-forward time of one full packet on one emulated link plus the link's propagation
+    delay, added per hop to each flow's arrival in the model. A flow at line rate empties the
+    shaper's token bucket, so its last packet waits a serialization time at every hop: ~8.7 ms over
+    a fat-tree's 6 links at 50 Mbit/s (negligible at the reference rate, not in the scaled-down
+    emulator). The sending curve ends this latency before the target; the hosts pace along the
+    curve (workloads.stage)."""
+    return (link.mtu + 38) * 8 / (link.rate_mbps * 1e6) + link.delay_ms / 1000
 
 
 def step_of(job):

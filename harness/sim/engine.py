@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness import metrics
-from harness.routing import routes_for
+from harness.routing import path_delays, routes_for
 from harness.schedulers import affinity
 from harness.schedulers.netsens import DEFAULTS as NETSENS_DEFAULTS, policy_for
 from harness.schedulers.policy import BasePolicy, aligns, alignment, groups, same_period_group
@@ -87,6 +87,7 @@ class Simulator:
         bg = background if background is not None else spec.background
         self.background = bg
         self.capacity = capacities(self.topo, spec.reference_gbps, bg)
+        self.delay_ms = path_delays(self.topo)
         self.policy = policy or make_policy(spec, self.routes)
         self.horizon = horizon_iterations
         self.cache, self._links_cache, self._squeeze_cache = {}, {}, {}
@@ -110,7 +111,7 @@ class Simulator:
     def _simjob(self, r, group, mode):
         j = SimJob(r.job.name, stretched(self.spec.profiles[r.job.model], self._period(r)), list(r.hosts),
                    self.policy.shift(r.job.name), group, alignment=mode)
-        return attach_links(j, self.routes)
+        return attach_links(j, self.routes, self.delay_ms, self.spec.reference_gbps)
 
     def _links_of(self, r):
         key = (r.job.name, tuple(r.hosts))

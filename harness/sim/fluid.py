@@ -6,7 +6,9 @@ gaps alternate with communication phases; a phase carries ``gbps x duration_ms``
 transfer and may not go faster than its profile rate; no iteration is shorter than the profile's.
 During a phase, a job's transfers cross links with a multiplicity (how many of its transfers a
 link carries, from harness.schedulers.traffic); rates are max-min fair per connection (progressive
-filling, every connection of every active phase rising together) under per-link capacities.
+filling, every connection of every active phase rising together) under per-link capacities. Links
+with a propagation delay (``link.delay_ms``) keep each phase's data in flight for its steps times
+the slowest route's one-way delay (``attach_links``).
 
 Alignment as the agents do it (the rule is workloads.timing's): ``group`` jobs (CASSINI's, keeping
 their shifts) align to their slowest member: a job that starts an iteration late raises the group's
@@ -23,9 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.schedulers.traffic import link_loads
+from harness.schedulers.traffic import link_loads, transfers
 from harness.sim.calibration import MARKS_PER_GBIT
-from workloads import timing
+from workloads import patterns, timing
 
 EPS = 1e-9
 MAX_STEPS = 5_000
@@ -40,16 +42,27 @@ class SimJob:
     group: object = None            # jobs with the same non-None group align to each other
     phase_links: list = field(default_factory=list)   # per phase: {link: multiplicity}
     alignment: str = None           # grid | group | free (timing.ALIGNMENTS); default: group if grouped
+    phase_caps: list = None         # per phase: its rate alone (Gbit/s); default the profile's
+    phase_latency: list = None      # per phase: ms its data is in flight after the last byte is sent
 
     def __post_init__(self):
         if self.alignment is None:
             self.alignment = "group" if self.group is not None else "free"
         if not self.phase_links:
             self.phase_links = [dict() for _ in self.profile.phases]
+        if self.phase_caps is None:
+            self.phase_caps = [ph.gbps for ph in self.profile.phases]
+        if self.phase_latency is None:
+            self.phase_latency = [0.0] * len(self.profile.phases)
 
 
-def attach_links(job, routes):
-    """Fill ``job.phase_links`` from the routes: per phase, {directed link: transfers over it}."""
+def attach_links(job, routes, delay_ms=None, line_gbps=None):
+    """Fill ``job.phase_links`` from the routes: per phase, {directed link: transfers over it}.
+
+    With ``delay_ms`` (a route's one-way propagation delay) the phase's steps behave as the agent's:
+    each waits for its peers' data, ``latency`` = steps x the slowest route's delay in all, and the
+    agent takes its calibrated step latency off the pacing schedule, sending faster (at most at
+    ``line_gbps``) so that, alone, the phase lasts max(profile duration, volume / line + latency)."""
     per_phase = [dict() for _ in job.profile.phases]
     for link, loads in link_loads(job.profile, job.hosts, routes).items():
         for i, gbps in loads:
@@ -57,6 +70,16 @@ def attach_links(job, routes):
             if rate > 0:
                 per_phase[i][link] = gbps / rate
     job.phase_links = per_phase
+    if delay_ms is not None:
+        caps, lat = [], []
+        for ph in job.profile.phases:
+            d = max((delay_ms(routes[t]) for t in transfers(ph.pattern, job.hosts)), default=0.0)
+            latency = patterns.steps(ph.pattern, len(job.hosts)) * d
+            volume = ph.gbps * ph.duration_ms
+            sending = max(ph.duration_ms - latency, volume / line_gbps)
+            caps.append(volume / sending if sending > 0 else ph.gbps)
+            lat.append(latency)
+        job.phase_caps, job.phase_latency = caps, lat
     return job
 
 
@@ -101,7 +124,8 @@ class Outcome:
 
 
 class _State:
-    """One job's position in its iteration: ``mode`` wait | gap | comm | tail, ``left`` ms (or volume)."""
+    """One job's position in its iteration: ``mode`` wait | gap | comm | flight (its last data on the
+    way: ``phase_latency``) | tail, ``left`` ms (or volume in comm)."""
 
     def __init__(self, job):
         self.job, self.p = job, job.profile
@@ -211,7 +235,9 @@ def _advance_stage(s, t, lag):
         ph = s.p.phases[s.phase]
         s.mode, s.left = "comm", ph.gbps * ph.duration_ms
         s.c0 = t if s.c0 is None else s.c0
-    elif s.mode == "comm":
+    elif s.mode == "comm" and s.job.phase_latency[s.phase] > 0:
+        s.mode, s.left = "flight", s.job.phase_latency[s.phase]
+    elif s.mode in ("comm", "flight"):
         s.c1 = t
         s.next_stage(t)
     else:
@@ -237,7 +263,7 @@ def simulate(jobs, capacity, horizon_iterations=30, max_ms=120_000.0, warmup=2, 
         if act:
             idx = [row[(n, st[n].phase)] for n in act]
             m = mat[idx]
-            caps = np.array([st[n].p.phases[st[n].phase].gbps for n in act])
+            caps = np.array([st[n].job.phase_caps[st[n].phase] for n in act])
             r = maxmin_matrix(m, caps, cap_vec)
             rates = dict(zip(act, r))
         dt = max_ms - t

@@ -1,21 +1,20 @@
 """The stock kernel's backends, picked by doctor and exercised by netcheck, as the Vagrant user
-gets them: the kernel OVS datapath, the RED marker, DCTCP, netem."""
+gets them: the kernel OVS datapath, the RED marker, DCTCP, netem link delay; and the mixed choices."""
 import json
 
 import pytest
 
-from tests.helpers import interleave
+from tests.helpers import ROOT, assert_receivers_saw_the_marks, interleave, netcheck
 
 pytestmark = pytest.mark.root
 
-
-def netcheck(*args):
-    p = interleave("netcheck", "--json", *args)
-    assert p.returncode == 0, p.stderr[-3000:]
-    doc = json.loads(p.stdout)
-    checks = {c["name"]: c for c in doc["checks"]}
-    assert all(c["ok"] for c in checks.values()), {n: c["detail"] for n, c in checks.items() if not c["ok"]}
-    return doc, checks
+# The guest is uniprocessor and about 3x slower than the host: measured there, a leafspine netcheck
+# takes 352 s and a fattree's build alone 108-183 s (the host's whole netcheck: under 100 s).
+NETCHECK_TIMEOUT_S = 1200
+# The guest's userspace datapath forwards about 76 Mbit/s in all (platform notes): its shaped-rate
+# check reached 89.5 % at 50 Mbit/s and 96.2 % at 20 Mbit/s (measured in the guest), so it is
+# checked at 20.
+USER_DATAPATH_RATE_MBPS = 20
 
 
 def test_doctor_picks_the_stock_backends():
@@ -32,25 +31,78 @@ def test_doctor_picks_the_stock_backends():
 
 @pytest.mark.parametrize("marker", ["red", "bpf"])
 def test_kernel_datapath_netcheck(marker):
-    """The kernel datapath with either marker: every check passes, the marker's marks are the
-    receivers' CE packets (one marking queue) and the controller's CE arrivals behind it."""
-    doc, checks = netcheck("--topology", "dumbbell", "--datapath", "kernel", "--ecn-marker", marker)
+    """The kernel datapath with either marker: every check passes, the receivers saw the marker's
+    marks, and the controller's CE arrivals behind the marking queue equal them."""
+    doc, checks = netcheck("--topology", "dumbbell", "--datapath", "kernel", "--ecn-marker", marker,
+                           timeout=NETCHECK_TIMEOUT_S)
     assert doc["backends"]["datapath"] == "kernel" and doc["backends"]["ecn_marker"] == marker, doc["backends"]
     assert doc["backends"]["congestion_control"] == "dctcp", doc["backends"]
-    congested = checks["ecn_congested"]
-    marks = sum(congested["marker_marks"].values())
-    assert marks > 0 and len(congested["marker_marks"]) == 1, congested
-    assert abs(congested["receiver_ce"] - marks) <= max(1, 0.01 * marks), congested
+    assert_receivers_saw_the_marks(checks["ecn_congested"])
     assert checks["counters"]["mismatched"] == {} and checks["counters"]["compared"], checks["counters"]
     assert abs(checks["shaped_rate"]["ratio"] - 1) <= 0.10, checks["shaped_rate"]
 
 
-@pytest.mark.parametrize("topology", ["leafspine", "fattree"])
-def test_stock_backends_on_the_24_host_fabrics(topology):
-    """The doctor's choice (kernel datapath, RED, DCTCP) on the 24-host fabrics: every check passes,
+def test_userspace_datapath_takes_the_bpf_marker_and_refuses_red():
+    """RED cannot mark the userspace datapath's packets (measured here: 0 marks, 56 early drops), so
+    --datapath user alone runs with the BPF marker and passes, and asking for red exits 3 with the
+    reason before anything is built."""
+    p = interleave("netcheck", "--topology", "dumbbell", "--datapath", "user", "--ecn-marker", "red")
+    assert p.returncode == 3, p.stderr
+    assert "RED cannot mark what the userspace datapath sends" in p.stderr and "fabric up" not in p.stderr
+    doc, checks = netcheck("--topology", "dumbbell", "--datapath", "user", "--rate-mbps",
+                           str(USER_DATAPATH_RATE_MBPS), timeout=NETCHECK_TIMEOUT_S)
+    assert (doc["backends"]["datapath"], doc["backends"]["ecn_marker"]) == ("user", "bpf"), doc["backends"]
+    assert_receivers_saw_the_marks(checks["ecn_congested"])
+
+
+@pytest.mark.parametrize("topology, delay_ms", [("leafspine", 2.0), ("fattree", 0.0)])
+def test_stock_backends_on_the_24_host_fabrics(topology, delay_ms):
+    """The doctor's choice (kernel datapath, RED, DCTCP) on the 24-host fabrics, the leaf-spine's links
+    with a netem delay: every check passes (the far pair's round trip carries the links' delay),
     the controller's CE arrivals equal the RED marker's marks on the link they were compared on."""
-    doc, checks = netcheck("--topology", topology)
+    doc, checks = netcheck("--topology", topology, "--delay-ms", str(delay_ms), timeout=NETCHECK_TIMEOUT_S)
     assert (doc["backends"]["datapath"], doc["backends"]["ecn_marker"]) == ("kernel", "red"), doc["backends"]
     assert checks["reachability"]["unreachable"] == []
     assert checks["counters"]["controller_caught_up"] and checks["counters"]["compared"], checks["counters"]
     assert abs(checks["shaped_rate"]["ratio"] - 1) <= 0.10, checks["shaped_rate"]
+    assert ("delay" in checks) == (delay_ms > 0), sorted(checks)
+    if delay_ms:
+        assert checks["delay"]["expected_rtt_ms"] == pytest.approx(4 * 2 * delay_ms), checks["delay"]
+
+
+# The demo pair in the uniprocessor guest, measured there: at time_dilation 1 its one CPU was busy
+# in every second (fidelity flagged; mean 418 ms, agents' timer p99 38 ms); at 4 with the default
+# 100 ms telemetry still busy in every second (the controller polling 20 switches took about 40 % of
+# the CPU); at 4 with 1 s telemetry about half idle, fidelity ok, mean 303.9 ms.
+DEMO_DILATION = 4
+DEMO_TELEMETRY_MS = 1000
+DEMO_ITERATIONS = 40
+
+
+def test_demo_pair_runs_faithfully_with_the_stock_backends(tmp_path):
+    """CASSINI's demo pair (experiments/demo.yaml) with the doctor's stock backends, dilated for the
+    guest's one CPU: the run completes, the fidelity guard passes, and the simulator's mean iteration
+    is within 10 % of the emulated one (as the host's demo test asks)."""
+    import yaml
+
+    from harness import spec as spec_mod
+    from harness.simulate import simulate_spec
+    raw = yaml.safe_load((ROOT / "experiments/demo.yaml").read_text())
+    raw.update(time_dilation=DEMO_DILATION, telemetry={"period_ms": DEMO_TELEMETRY_MS})
+    for j in raw["jobs"]:
+        j["iterations"] = DEMO_ITERATIONS
+    spec_file = tmp_path / "demo-stock.yaml"
+    spec_file.write_text(yaml.safe_dump(raw, sort_keys=False))
+    out = tmp_path / "run"
+    p = interleave("run", str(spec_file), "--scheduler", "themis+cassini", "--out", str(out), "--quiet", "--json",
+                   timeout=NETCHECK_TIMEOUT_S)
+    assert p.returncode == 0, p.stderr[-3000:]
+    summary = json.loads(p.stdout)
+    backends = json.loads((out / "environment.json").read_text())["backends"]
+    assert (backends["datapath"], backends["ecn_marker"], backends["congestion_control"]) == \
+        ("kernel", "red", "dctcp"), backends
+    assert summary["fidelity"]["ok"], summary["fidelity"]
+    assert all(j["iterations"] == DEMO_ITERATIONS for j in summary["jobs"].values()), summary["jobs"]
+    emu = summary["totals"]["iteration_ms_mean"]
+    sim = simulate_spec(spec_mod.load(str(spec_file), scheduler="themis+cassini"))["totals"]["iteration_ms_mean"]
+    assert abs(sim - emu) <= 0.10 * emu, (sim, emu)

@@ -56,3 +56,15 @@ def test_bad_link_values_name_key_and_value(spec, key):
         LinkParams.from_spec(spec)
     assert e.value.key == key
     assert str(e.value).startswith(key)
+
+
+def test_delay_is_a_time_kept_by_the_scaling_rule_and_stretched_by_dilation():
+    from workloads.timing import Dilation
+    p = LinkParams.from_spec({"rate_mbps": 50, "delay_ms": 2, "sharing": "fair"})
+    assert p.delay_ms == 2.0 and LinkParams.from_spec({}).delay_ms == 0.0
+    d = p.dilated(Dilation(3))
+    assert (d.rate_mbps, d.delay_ms, d.sharing) == (pytest.approx(50 / 3), 6.0, "fair")
+    assert p.dilated(Dilation(1)) is p
+    for bad in (-1, float("nan"), "soon"):
+        with pytest.raises(LinkError, match="link.delay_ms"):
+            LinkParams.from_spec({"delay_ms": bad})

@@ -29,6 +29,23 @@ def test_stock_vm_kernel_picks_kernel_datapath_red_dctcp():
     assert f["backends"]["congestion_control"] == "dctcp" and f["backends"]["link_delay"] == "netem"
 
 
+def test_red_only_with_the_kernel_datapath():
+    """sch_red without the openvswitch module (a stock kernel whose OVS runs in userspace): RED cannot
+    mark the userspace datapath's packets, so the doctor picks the BPF marker; asking for the pair
+    is refused with the reason, and --datapath user alone drops the doctor's red."""
+    stock = {"htb": True, "red": True, "netem": True, "clsact": True, "bpf": True}
+    f = findings(qdiscs=stock)
+    assert (f["backends"]["datapath"], f["backends"]["ecn_marker"]) == ("user", "bpf")
+    k = findings(kernel_ovs_datapath=True, qdiscs=stock)
+    assert probe.resolve(k, datapath="user")["ecn_marker"] == "bpf"
+    assert probe.resolve(k, datapath="kernel", ecn_marker="bpf")["ecn_marker"] == "bpf"
+    with pytest.raises(EnvError, match="RED cannot mark what the userspace datapath sends"):
+        probe.resolve(k, datapath="user", ecn_marker="red")
+    nobpf = findings(qdiscs={**stock, "bpf": False})
+    assert nobpf["backends"]["ecn_marker"] is None
+    assert any("RED cannot mark" in p["problem"] for p in nobpf["problems"])
+
+
 def test_problems_come_with_fixes():
     f = findings(root=False, wmem_default=212992,
                  ovs={"installed": True, "version": "3.1.0", "ovsdb_server": False, "ovs_vswitchd": False},

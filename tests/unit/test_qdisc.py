@@ -59,9 +59,28 @@ def test_red_backend_step_marks_at_k():
 
 def test_red_stats_parse():
     assert parse_red_stats((FIX / "tc_qdisc_htb_bpf.json").read_text()) == {}
-    text = json.dumps([{"kind": "htb"}, {"kind": "red", "bytes": 10, "packets": 2, "drops": 1,
-                                         "options": {"marked": 7}}])
-    assert parse_red_stats(text) == {"marked": 7, "pkts": 2, "bytes": 10, "overflow": 1}
+    text = json.dumps([{"kind": "htb", "dev": "a"}, {"kind": "red", "dev": "a", "bytes": 10, "packets": 2,
+                                                    "drops": 1, "options": {"marked": 7}}])
+    assert parse_red_stats(text) == {"a": {"marked": 7, "pkts": 2, "bytes": 10, "overflow": 1}}
+    # a stock kernel's output (the guest of make vm-test): netem root, HTB under it, RED under HTB
+    stats = parse_red_stats((FIX / "tc_qdisc_netem_htb_red.json").read_text())
+    assert set(stats) == {"ils1-eth1", "ils1-eth2", "ils2-eth1", "ils2-eth2"}
+    assert stats["ils1-eth2"] == {"marked": 0, "pkts": 904, "bytes": 7907673, "overflow": 0}
+
+
+def test_a_delayed_link_puts_netem_at_the_root_and_the_queue_under_it():
+    """netem first (packets wait out the delay), then HTB and the marking queue: the queue RED and
+    the drops see is the real one; the tree as the stock kernel built it (the fixture)."""
+    p = LinkParams.from_spec({"rate_mbps": 20, "delay_ms": 2})
+    cmds = RedMarker().queue_cmds("ils1-eth1", p)
+    assert cmds[0][:8] == ["tc", "qdisc", "replace", "dev", "ils1-eth1", "root", "handle", "9:"]
+    assert cmds[0][cmds[0].index("delay") + 1] == "2000us" and int(cmds[0][cmds[0].index("limit") + 1]) >= 1000
+    assert cmds[1][5:10] == ["parent", "9:1", "handle", "1:", "htb"]
+    built = {q["kind"]: q for q in json.loads((FIX / "tc_qdisc_netem_htb_red.json").read_text())
+             if q["dev"] == "ils1-eth1"}
+    assert built["netem"]["root"] and built["htb"]["parent"] == "9:1" and built["red"]["parent"] == "1:1"
+    assert built["netem"]["options"]["delay"]["delay"] == 0.002
+    assert htb_cmds("x", LinkParams.scaled(20))[0][5] == "root"          # no delay: no netem
 
 
 def test_fair_sharing_gives_each_dscp_class_its_own_queue():

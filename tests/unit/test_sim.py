@@ -173,3 +173,24 @@ def test_communication_time_stretches_when_phases_collide():
     both = simulate([job("a", p, {"l": 1}), job("b", p, {"l": 1})], {"l": 50.0})
     assert alone.comm_ms["a"] == pytest.approx(50.0) and p.comm_span_ms == 50.0
     assert both.comm_ms["a"] == pytest.approx(100.0, rel=1e-6)
+
+
+def test_link_delay_keeps_each_step_in_flight_for_the_route_delay():
+    """Two workers across a 3-link dumbbell route, 10 ms per link (30 ms one way). The 36 ms phase at
+    line rate cannot be sent faster: each of a 2-worker ring's 2 steps sends its half (18 ms) and
+    waits 30 ms for its peer's data: 96 ms, so the iteration is 36 + 96 = 132 ms. At a fifth of line
+    rate the agent sends faster to make up for the latency: max(36, 7.2 + 60) = 67.2 ms, iteration
+    103.2 ms (hand computed). Without delay both run at the profile's 72 ms."""
+    from harness.routing import path_delays, routes_for
+    from harness.sim.fluid import attach_links
+    from topologies import by_name
+    from harness.linkmodel import LinkParams
+    for gbps, want in ((50.0, 132.0), (10.0, 103.2)):
+        p = prof("toy", 72.0, [(36.0, 36.0, gbps)])
+        for delay in (0.0, 10.0):
+            topo = by_name("dumbbell", link=LinkParams.from_spec({"rate_mbps": 50, "delay_ms": delay}),
+                           hosts_per_side=2)
+            routes = routes_for(topo)
+            j = attach_links(SimJob("a", p, ["h1", "h3"]), routes, path_delays(topo), 50.0)
+            out = simulate([j], {l: 50.0 for pl in j.phase_links for l in pl})
+            assert np.mean(out.iteration_ms["a"]) == pytest.approx(want if delay else 72.0, rel=1e-6)
