@@ -279,6 +279,47 @@ def stall_watcher(paths, drain=1.0):
     return done
 
 
+# Receive-buffer cost (skb truesize) of one frame on a veth, by MTU: measured on this kernel with an
+# unread packet socket and ten frames sent into its veth (/proc/net/packet's Rmem / 10).
+TRUESIZE_BY_MTU = {1500: 2304, 9000: 13120}
+
+
+def parse_packet_sockets(text):
+    """[(ifindex, Rmem bytes)] of every packet socket in /proc/net/packet's text."""
+    out = []
+    for line in text.splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 7 and f[4].isdigit() and f[6].isdigit():
+            out.append((int(f[4]), int(f[6])))
+    return out
+
+
+def held_watcher(ifindexes):
+    """Start reading, every WAIT_SAMPLE_S, how many bytes wait unread in the packet sockets bound to
+    ``ifindexes`` (ovs-vswitchd's receive sockets on the switch ports): frames the userspace datapath
+    has not yet taken, for whatever reason (waiting for a CPU, or busy with statistics and OpenFlow,
+    which no run-queue wait shows). The returned function stops and gives the largest Rmem seen on
+    one socket (bytes of skb truesize)."""
+    import threading
+    stop, largest, want = threading.Event(), [0], set(ifindexes)
+
+    def loop():
+        while not stop.wait(WAIT_SAMPLE_S):
+            try:
+                held = [r for i, r in parse_packet_sockets(Path("/proc/net/packet").read_text()) if i in want]
+            except OSError:
+                continue
+            largest[0] = max([largest[0], *held])
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+
+    def done():
+        stop.set()
+        t.join()
+        return largest[0]
+    return done
+
+
 def queue_drops():
     """{dev: packets its leaf queue (bfifo or red) dropped} for every device of the root namespace,
     in one ``tc`` call (HTB counts its child's drops again: left out)."""
@@ -422,14 +463,21 @@ class KeepUpWatch:
     that each forwarding thread's waits for a CPU build (``forwarding_threads``, ``stall_watcher``),
     summed over the threads a packet crosses in series, plus the time the hypervisor took the CPUs
     away (steal); where no thread can be read, any STALL_WINDOW_S window under the fidelity guard's
-    IDLE_MIN CPU idle. A backlog of at least K / pace is such a stall."""
+    IDLE_MIN CPU idle. A backlog of at least K / pace is such a stall. With the userspace datapath,
+    also the frames left unread in its receive sockets (``held_watcher``, converted from truesize to
+    frames by TRUESIZE_BY_MTU): at least K of them are released into the next queue at once."""
 
     def __init__(self, fab, params, pace_bps):
         self.stall_s = params.ecn_k_bytes * 8 / pace_bps             # the shortest stall that can mark
-        threads = forwarding_threads(getattr(fab, "datapath", "user") == "user")
+        self.pace_bps, self.frame_bytes = pace_bps, params.mtu + ETH_HEADER
+        self.truesize = TRUESIZE_BY_MTU.get(params.mtu)
+        user = getattr(fab, "datapath", "user") == "user"
+        threads = forwarding_threads(user)
         threads = {**threads, **steal_clocks()} if threads else threads
         self.idle_of = cpu_sampler(STALL_WINDOW_S)
         self.waits = stall_watcher(threads, drain=(params.rate_bps - pace_bps) / pace_bps)
+        ifindex = getattr(fab, "ifindex", {})
+        self.held = held_watcher(ifindex.values()) if user and ifindex and self.truesize else None
 
     def stop(self):
         """{"kept_up", "waited_s" (None without threads), "backlog_ms", "sample_max_ms",
@@ -438,18 +486,24 @@ class KeepUpWatch:
         idle, (backlogs, sample_max) = self.idle_of(), self.waits()
         # a packet crosses the threads in series (softirq, vswitchd, softirq): their stalls add up
         waited = sum(backlogs.values()) if backlogs else None
+        evidence = ([f"threads' waits for a CPU {waited * 1000:.0f} ms ("
+                     + (" + ".join(f"{n} {b * 1000:.0f} ms" for n, b in sorted(backlogs.items(), key=lambda x: -x[1])
+                                   if b >= 0.0005) or "none") + ")"] if waited is not None else [])
+        held = self.held() if self.held else None
+        if held:        # frames left unread, as the time the paced flow takes to send them
+            unread = held / self.truesize * self.frame_bytes * 8 / self.pace_bps
+            backlogs["unread in a vswitchd socket"] = unread
+            evidence.append(f"frames left unread in a vswitchd socket {unread * 1000:.0f} ms")
+            waited = max(waited or 0.0, unread)
         busy = sum(1 for x in idle if x < IDLE_MIN)
         kept_up = busy == 0 if waited is None else waited < self.stall_s
-        worst = " + ".join(f"{n} {b * 1000:.0f} ms" for n, b in sorted(backlogs.items(), key=lambda x: -x[1])
-                           if b >= 0.0005)
         if waited is None:
             why = f"{busy} of {len(idle)} windows of {STALL_WINDOW_S * 1000:.0f} ms under {IDLE_MIN:.0%} CPU idle"
             why_not = "the CPU was never saturated"
         else:
-            why = (f"the forwarding threads' waits for a CPU built a {waited * 1000:.0f} ms backlog "
-                   f"({worst}; a mark needs {self.stall_s * 1000:.0f} ms)")
-            why_not = (f"the forwarding threads' waits for a CPU built at most a {waited * 1000:.0f} ms backlog "
-                       f"({worst or 'none'})")
+            why = (f"the datapath fell behind by {waited * 1000:.0f} ms of the flow ({'; '.join(evidence)}; "
+                   f"a mark needs {self.stall_s * 1000:.0f} ms)")
+            why_not = f"the datapath fell behind by at most {waited * 1000:.0f} ms of the flow ({'; '.join(evidence)})"
         return {"kept_up": kept_up, "waited_s": waited,
                 "backlog_ms": {n: round(b * 1000, 1) for n, b in sorted(backlogs.items())},
                 "sample_max_ms": round(sample_max * 1000, 1), "cpu_idle_min": round(min(idle), 3) if idle else None,

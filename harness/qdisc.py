@@ -31,10 +31,10 @@ MIN_PACKET_BYTES = 64   # netem's limit counts packets: room for a delay's worth
 def delay_cmds(dev, params):
     """``(cmds, where)``: netem as ``dev``'s root when the link has a delay, and the position of the
     HTB tree (``root``, or ``parent 9:1`` under netem). The delay line never drops: its limit holds
-    the delay's worth of minimum-size packets at the link rate, and netem's default 1000 at least."""
+    the delay's worth of minimum-size packets at the link rate on top of netem's default 1000."""
     if params.delay_ms <= 0:
         return [], ["root"]
-    limit = max(1000, int(params.rate_bps / 8 * params.delay_ms / 1000 / MIN_PACKET_BYTES) + 1000)
+    limit = int(params.rate_bps / 8 * params.delay_ms / 1000 / MIN_PACKET_BYTES) + 1000
     return ([["tc", "qdisc", "replace", "dev", dev, "root", "handle", NETEM_HANDLE, "netem",
               "delay", f"{round(params.delay_ms * 1000)}us", "limit", str(limit)]],
             ["parent", NETEM_HANDLE[:-1] + ":1"])

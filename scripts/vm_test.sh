@@ -3,7 +3,7 @@
 # (user-mode Linux from the distro's user-mode-linux package: openvswitch, sch_red, sch_netem and
 # tcp_dctcp as modules), with this checkout mounted at the same path (hostfs), and returns the
 # command's exit status. This host's kernel has none of those modules (shared/reference/platform.md).
-#   sudo bash scripts/vm_test.sh                 # the stock-kernel tests (tests/stock)
+#   sudo bash scripts/vm_test.sh                 # doctor's report, then the stock-kernel tests (tests/stock)
 #   sudo bash scripts/vm_test.sh CMD [ARGS...]   # any command, run from the checkout inside the guest
 #   sudo bash scripts/vm_test.sh --check         # exit 0 if this machine can run the tier, else 3
 # The guest's root filesystem (a debootstrapped minbase of the host's own distribution and mirror,
@@ -20,7 +20,7 @@ VM=$ROOT/.vm
 say() { printf 'vm-test: %s\n' "$*" >&2; }
 die() { printf 'vm-test: %s\n' "$*" >&2; exit 3; }
 
-DEFAULT=(bash -c "bash scripts/setup.sh && .venv/bin/python -m pytest -q -p no:cacheprovider tests/stock")
+DEFAULT=(bash -c "bash scripts/setup.sh && .venv/bin/interleave doctor && .venv/bin/python -m pytest -v -p no:cacheprovider tests/stock")
 MEM=${VM_MEM:-4G}
 TIMEOUT_S=${VM_TIMEOUT_S:-2400}
 

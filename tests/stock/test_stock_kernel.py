@@ -66,17 +66,20 @@ def test_stock_backends_on_the_24_host_fabrics(topology, delay_ms):
     assert checks["counters"]["controller_caught_up"] and checks["counters"]["compared"], checks["counters"]
     assert abs(checks["shaped_rate"]["ratio"] - 1) <= 0.10, checks["shaped_rate"]
     assert ("delay" in checks) == (delay_ms > 0), sorted(checks)
-    if delay_ms:
-        assert checks["delay"]["expected_rtt_ms"] == pytest.approx(4 * 2 * delay_ms), checks["delay"]
+    if delay_ms:        # the far pair crosses 6 links each way (ToR, aggregation, core: three tiers)
+        assert checks["delay"]["expected_rtt_ms"] == pytest.approx(2 * 6 * delay_ms), checks["delay"]
 
 
-# The demo pair in the uniprocessor guest, measured there: at time_dilation 1 its one CPU was busy
-# in every second (fidelity flagged; mean 418 ms, agents' timer p99 38 ms); at 4 with the default
-# 100 ms telemetry still busy in every second (the controller polling 20 switches took about 40 % of
-# the CPU); at 4 with 1 s telemetry about half idle, fidelity ok, mean 303.9 ms.
-DEMO_DILATION = 4
+# The demo pair in the uniprocessor guest, measured there (CASSINI's runs; the guard allows 10 % of
+# seconds under 20 % CPU idle): at time_dilation 1 its one CPU was busy in every second (mean 418 ms,
+# agents' timer p99 38 ms); at 4 with the default 100 ms telemetry still in every second (the
+# controller's polling of 20 switches took about 40 % of the CPU); at 4 with 1 s telemetry 6 %, 26 %
+# and 16 % of seconds busy in three runs (passed once); at 8 with 1 s telemetry 9.5 % and 5.4 %
+# (30 iterations: the 3-4 seconds of agent start-up are busy in every run, so a longer run dilutes
+# them), means 301.9 and 300.4 ms against the simulator's 298.
+DEMO_DILATION = 8
 DEMO_TELEMETRY_MS = 1000
-DEMO_ITERATIONS = 40
+DEMO_ITERATIONS = 60
 
 
 def test_demo_pair_runs_faithfully_with_the_stock_backends(tmp_path):
@@ -101,7 +104,8 @@ def test_demo_pair_runs_faithfully_with_the_stock_backends(tmp_path):
     backends = json.loads((out / "environment.json").read_text())["backends"]
     assert (backends["datapath"], backends["ecn_marker"], backends["congestion_control"]) == \
         ("kernel", "red", "dctcp"), backends
-    assert summary["fidelity"]["ok"], summary["fidelity"]
+    f = summary["fidelity"]
+    assert f["ok"], f"{f['notes']}; CPU idle per second: {f.get('cpu_idle_per_s')}"
     assert all(j["iterations"] == DEMO_ITERATIONS for j in summary["jobs"].values()), summary["jobs"]
     emu = summary["totals"]["iteration_ms_mean"]
     sim = simulate_spec(spec_mod.load(str(spec_file), scheduler="themis+cassini"))["totals"]["iteration_ms_mean"]

@@ -75,3 +75,13 @@ def test_stall_backlog_adds_waits_closer_together_than_they_drain():
     assert abs(b - 0.032) < 1e-9 and b > 0.0288          # more than K / pace: a mark is possible
     assert backlog_step(0.010, 0.0, 0.050, 1.0) == 0.0    # never below empty
     assert abs(backlog_step(0.0, 0.030, 0.080, 1.0) - 0.030) < 1e-9   # a late sample hides no wait
+
+
+def test_packet_sockets_are_read_with_their_unread_bytes():
+    """/proc/net/packet captured during two congesting flows on the dumbbell (userspace datapath):
+    ovs-vswitchd's receive socket on each switch port, one holding 19,560 bytes (1.5 jumbo frames)."""
+    from pathlib import Path
+    from harness.netcheck import parse_packet_sockets
+    socks = dict(parse_packet_sockets((Path(__file__).parent / "fixtures" / "proc_net_packet.txt").read_text()))
+    assert set(socks) == {0, 1359, 1360, 1361, 1362, 1363, 1364}
+    assert socks[1359] == 19560 and sum(socks.values()) == 19560
