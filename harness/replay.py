@@ -42,17 +42,22 @@ def job_config(job, profile, hosts, ips, shift_ms, scale, t0, run_start, index, 
             "dscp": (index % 63) + 1, "alignment": alignment, **(extra or {})}
 
 
-def byte_scale(topo, hosts, reference_gbps):
+def byte_scale(topo, hosts, reference_gbps, dilation=1.0):
     """Emulated bytes per reference byte: the rate of the job's first host link over the reference
-    rate (timing is kept, bytes scale)."""
-    return topo.link_between(hosts[0], topo.edge_of(hosts[0])).params.rate_mbps / (reference_gbps * 1000)
+    rate (timing is kept, bytes scale). ``topo`` is the fabric as built, on the wall clock of
+    ``time_dilation`` (rates divided by it); the scale is taken on the model clock, so that a dilated
+    phase (time x D, demand / D: workloads.profiles.dilate) carries the bytes of the undilated one."""
+    wall_mbps = topo.link_between(hosts[0], topo.edge_of(hosts[0])).params.rate_mbps
+    return wall_mbps * dilation / (reference_gbps * 1000)
 
 
 class Replayer:
     """Agents of several jobs on one fabric. ``start`` them, then ``wait`` or ``stop``."""
 
-    def __init__(self, fabric, workdir, log=lambda m: None):
-        self.fab, self.dir, self.log = fabric, Path(workdir) / "agents", log
+    def __init__(self, fabric, workdir, log=lambda m: None, dilation=1.0):
+        """``dilation``: the run's time_dilation (the fabric's rates are divided by it, the profiles
+        given to ``start`` are dilated by it)."""
+        self.fab, self.dir, self.log, self.dilation = fabric, Path(workdir) / "agents", log, dilation
         self.dir.mkdir(parents=True, exist_ok=True)
         self.procs = {}  # (job, worker) -> Popen
         self.configs = {}
@@ -62,7 +67,7 @@ class Replayer:
         segment of a preempted job uses ``<job>.s<k>``)."""
         tag = tag or job.name
         topo = self.fab.topo
-        scale = byte_scale(topo, hosts, profile.reference_gbps)
+        scale = byte_scale(topo, hosts, profile.reference_gbps, self.dilation)
         cfg = job_config(job, profile, hosts, [topo.ip(h) for h in hosts], shift_ms, scale, t0, run_start, index,
                          alignment, extra)
         path = self.dir / f"{tag}.json"

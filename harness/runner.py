@@ -210,7 +210,7 @@ class Session:
     def run(self):
         self.tm = Telemetry(self.fab, self.work / "telemetry",
                             period_ms=float((self.spec.raw.get("telemetry") or {}).get("period_ms", 100))).start()
-        self.rp = Replayer(self.fab, self.work, self.log)
+        self.rp = Replayer(self.fab, self.work, self.log, self.dil.factor)
         self.run_start = mono()
         # one reference instant for the whole run: job j's iteration k is planned at slot k of its
         # grid from t_ref (a later job starts at its first slot after it can be ready)
@@ -266,7 +266,7 @@ class Session:
             extra.update(group=w["group"], beat_dir=str(self.rp.dir))
         if job.is_program:
             extra.update(flowplan.agent_config(job, plan["flow_scheduler"],
-                                               byte_scale(self.topo, hosts, spec.reference_gbps), dil.factor))
+                                               byte_scale(self.topo, hosts, spec.reference_gbps, dil.factor), dil.factor))
         self.rp.start(job, prof, hosts, w["shift_ms"], self.t_ref, self.run_start, self.index[entry["name"]],
                       entry["alignment"], extra, tag=tag)
         self.started[tag] = {"hosts": hosts, "t0": dil.model(self.t_ref - self.run_start), "at": dil.model(now),

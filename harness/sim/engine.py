@@ -155,7 +155,7 @@ class Simulator:
         for members in comps.values():
             shared = len(members) > 1
             squeezed = any(self._squeezed(running[n], links_of[n]) for n in members)
-            if not shared and not squeezed:
+            if not shared and not squeezed and self.delay_ms is None:     # alone: its profile, exactly
                 r = running[members[0]]
                 r.it_ms = period[members[0]]
                 r.comm_ms = self.spec.profiles[r.job.model].comm_span_ms

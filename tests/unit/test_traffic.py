@@ -1,3 +1,5 @@
+import pytest
+
 from harness.replay import job_config
 from harness.schedulers.traffic import link_loads, transfers
 from harness.routing import compute_routes
@@ -28,3 +30,26 @@ def test_agent_config_scales_bytes_not_time():
                      50 / 50000, 100.0, 99.0, 0, True)
     assert cfg["iteration_ms"] == 255 and cfg["phases"][0]["duration_ms"] == 114
     assert cfg["scale"] == 0.001 and cfg["time_shift_ms"] == 120 and cfg["dscp"] == 1
+
+
+@pytest.mark.parametrize("dilation", [1, 3, 8])
+def test_a_dilated_run_carries_the_bytes_and_load_of_the_undilated_one(dilation):
+    """time_dilation D builds the fabric at rate / D and stretches the profile (time x D, demand
+    / D): the agent's bytes per phase and its share of the wall link must not change with D."""
+    from harness.replay import byte_scale
+    from harness.runner import wall_fabric
+    from harness.spec import from_mapping
+    from workloads.profiles import dilate
+    from workloads.timing import Dilation
+    s = from_mapping({"name": "d", "topology": "dumbbell", "link": {"rate_mbps": 50},
+                      "jobs": [{"name": "a", "model": "vgg16", "workers": 2, "iterations": 10, "hosts": ["h1", "h3"]}],
+                      "time_dilation": dilation})
+    topo, link = wall_fabric(s, Dilation(dilation))
+    prof = dilate(builtins()["vgg16"], dilation)
+    cfg = job_config(s.jobs[0], prof, ["h1", "h3"], ["10.0.0.1", "10.0.0.3"], 0.0,
+                     byte_scale(topo, ["h1", "h3"], prof.reference_gbps, dilation), 0.0, 0.0, 0, True)
+    ph = cfg["phases"][0]
+    nbytes = ph["gbps"] * 1e9 / 8 * ph["duration_ms"] / 1000 * cfg["scale"]
+    assert nbytes == pytest.approx(37 * 1e9 / 8 * 0.114 * 1e-3)            # vgg16: 37 Gbit/s for 114 ms
+    wall_bps = ph["gbps"] * 1e9 * cfg["scale"]
+    assert wall_bps / (link.rate_mbps * 1e6) == pytest.approx(37 / 50)      # 37 of the reference 50 Gbit/s
