@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.helpers import ROOT, assert_receivers_saw_the_marks, interleave, netcheck
+from tests.helpers import assert_receivers_saw_the_marks, interleave, netcheck
 
 pytestmark = pytest.mark.root
 
@@ -70,50 +70,13 @@ def test_stock_backends_on_the_24_host_fabrics(topology, delay_ms):
         assert checks["delay"]["expected_rtt_ms"] == pytest.approx(2 * 6 * delay_ms), checks["delay"]
 
 
-# The demo pair in the uniprocessor guest, measured there (CASSINI's runs; the guard allows 10 % of
-# seconds under 20 % CPU idle): at time_dilation 1 its one CPU was busy in every second (mean 418 ms,
-# agents' timer p99 38 ms); at 4 with the default 100 ms telemetry still in every second (the
-# controller's polling of 20 switches took about 40 % of the CPU); at 4 with 1 s telemetry 6 %, 26 %
-# and 16 % of seconds busy in three runs (passed once); at 8 with 1 s telemetry 9.5 % and 5.4 %
-# (30 iterations: the 3-4 seconds of agent start-up are busy in every run, so a longer run dilutes
-# them), means 301.9 and 300.4 ms against the simulator's 298.
-DEMO_DILATION = 8
-DEMO_TELEMETRY_MS = 1000
-DEMO_ITERATIONS = 60
-
-
-def test_demo_pair_runs_faithfully_with_the_stock_backends(tmp_path):
-    """CASSINI's demo pair (experiments/demo.yaml) with the doctor's stock backends, dilated for the
-    guest's one CPU: the run completes, the fidelity guard passes, and the simulator's mean iteration
-    is within 10 % of the emulated one (as the host's demo test asks)."""
-    import yaml
-
-    from harness import spec as spec_mod
-    from harness.simulate import simulate_spec
-    raw = yaml.safe_load((ROOT / "experiments/demo.yaml").read_text())
-    raw.update(time_dilation=DEMO_DILATION, telemetry={"period_ms": DEMO_TELEMETRY_MS})
-    for j in raw["jobs"]:
-        j["iterations"] = DEMO_ITERATIONS
-    spec_file = tmp_path / "demo-stock.yaml"
-    spec_file.write_text(yaml.safe_dump(raw, sort_keys=False))
-    out = tmp_path / "run"
-    p = interleave("run", str(spec_file), "--scheduler", "themis+cassini", "--out", str(out), "--quiet", "--json",
-                   timeout=NETCHECK_TIMEOUT_S)
-    assert p.returncode == 0, p.stderr[-3000:]
-    summary = json.loads(p.stdout)
-    backends = json.loads((out / "environment.json").read_text())["backends"]
-    assert (backends["datapath"], backends["ecn_marker"], backends["congestion_control"]) == \
-        ("kernel", "red", "dctcp"), backends
-    f = summary["fidelity"]
-    assert f["ok"], f"{f['notes']}; CPU idle per second: {f.get('cpu_idle_per_s')}"
-    assert all(j["iterations"] == DEMO_ITERATIONS for j in summary["jobs"].values()), summary["jobs"]
-    emu = summary["totals"]["iteration_ms_mean"]
-    sim = simulate_spec(spec_mod.load(str(spec_file), scheduler="themis+cassini"))["totals"]["iteration_ms_mean"]
-    assert abs(sim - emu) <= 0.10 * emu, (sim, emu)
+# Runs in the guest poll the switches once a second (the default 100 ms: the controller's polling
+# of a 24-host fabric took about 40 % of the guest's one CPU, measured there).
+TELEMETRY_MS = 1000
 
 
 # One job on the dumbbell kept the guest's CPU busy in every second at time_dilation 1 with 100 ms
-# telemetry (measured: both runs flagged); dilated, with the demo's 1 s telemetry:
+# telemetry (measured: both runs flagged); dilated, with 1 s telemetry it passed in 4 of 4 runs:
 DELAY_DILATION = 4
 
 
@@ -127,7 +90,7 @@ def delay_spec(delay_ms):
             "profiles": {"toy": {"iteration_ms": 200, "phases": [{"start_ms": 100, "duration_ms": 100, "gbps": 40}]}},
             "jobs": [{"name": "a", "model": "toy", "workers": 2, "iterations": 40, "hosts": ["h1", "h2"]}],
             "scheduler": "themis", "duration_s": 60, "seed": 1,
-            "time_dilation": DELAY_DILATION, "telemetry": {"period_ms": DEMO_TELEMETRY_MS}}
+            "time_dilation": DELAY_DILATION, "telemetry": {"period_ms": TELEMETRY_MS}}
 
 
 @pytest.mark.parametrize("delay_ms, model_ms", [(0.0, 200.0), (10.0, 240.0)])
@@ -146,6 +109,9 @@ def test_link_delay_stretches_iterations_as_the_simulator_says(tmp_path, delay_m
     p = interleave("run", str(spec_file), "--out", str(out), "--quiet", "--json", timeout=NETCHECK_TIMEOUT_S)
     assert p.returncode == 0, p.stderr[-3000:]
     summary = json.loads(p.stdout)
+    backends = json.loads((out / "environment.json").read_text())["backends"]
+    assert (backends["datapath"], backends["ecn_marker"], backends["congestion_control"], backends["link_delay"]) == \
+        ("kernel", "red", "dctcp", "netem"), backends
     f = summary["fidelity"]
     assert f["ok"], f"{f['notes']}; CPU idle per second: {f.get('cpu_idle_per_s')}"
     emu = summary["totals"]["iteration_ms_mean"]
