@@ -40,7 +40,7 @@ from harness.progress import Progress
 from harness.replay import COLUMNS as ITER_COLUMNS, Replayer, byte_scale
 from harness.schedulers import flowplan
 from harness.schedulers.plan import schedule
-from harness.telemetry import FLOW_STATS_SETTLE_S, Telemetry, mono, wait_ce_caught_up
+from harness.telemetry import CE_PERIOD_MS, FLOW_STATS_SETTLE_S, Telemetry, mono, wait_ce_caught_up
 from topologies import by_name
 from topologies.base import with_background
 from workloads import timing
@@ -126,6 +126,15 @@ def wall_entry(entry, plan, dil):
             "group": [{"job": m, "shift_ms": dil.wall(sched[m]["time_shift_ms"])} for m in entry.get("group") or []]}
 
 
+def telemetry_periods(spec, dil):
+    """(port-statistics period, CE-statistics period) in wall ms: ``telemetry.period_ms`` (default
+    100) and CE_PERIOD_MS are model time, like every time of a spec, so under time dilation the
+    controller polls D times less often (its statistics cost CPU per wall second, whatever the
+    traffic)."""
+    period_ms = float((spec.raw.get("telemetry") or {}).get("period_ms", 100))
+    return dil.wall(period_ms), dil.wall(CE_PERIOD_MS)
+
+
 def to_model_time(dil, iters, links, flows):
     """Measured times back from the wall clock to model time (in place)."""
     for c in ("start", "comm_start", "comm_end", "end"):
@@ -208,8 +217,8 @@ class Session:
         self.datapath0 = datapath_counters(fab)
 
     def run(self):
-        self.tm = Telemetry(self.fab, self.work / "telemetry",
-                            period_ms=float((self.spec.raw.get("telemetry") or {}).get("period_ms", 100))).start()
+        period_ms, ce_period_ms = telemetry_periods(self.spec, self.dil)
+        self.tm = Telemetry(self.fab, self.work / "telemetry", period_ms=period_ms, ce_period_ms=ce_period_ms).start()
         self.rp = Replayer(self.fab, self.work, self.log, self.dil.factor)
         self.run_start = mono()
         # one reference instant for the whole run: job j's iteration k is planned at slot k of its
