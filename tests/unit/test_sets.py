@@ -109,6 +109,22 @@ def test_publish_replaces_only_the_sets_block(tmp_path):
         sets.publish({"name": "other"}, "x", doc, "c")
 
 
+def test_publish_leaves_a_long_per_job_table_in_table_md(tmp_path):
+    """A trace's per-job rows (thousands) stay in table.md; the block says how many; a short one is
+    published whole, and what follows the per-job section is kept."""
+    st = {"name": "demo"}
+    doc = tmp_path / "R.md"
+    block = "<!-- interleave reproduce demo -->\n<!-- end interleave reproduce demo -->\n"
+    head = "# title\n\n## Ratios\n\n| r |\n\n## Per job (mean)\n\n| spec | job |\n| --- | --- |\n"
+    for n in (sets.PUBLISH_MAX_JOB_ROWS, sets.PUBLISH_MAX_JOB_ROWS + 1):
+        doc.write_text(block)
+        sets.publish(st, head + "".join(f"| s | j{i} |\n" for i in range(n)) + "\n## Floors\n\n| f |\n", doc, "c")
+        text = doc.read_text()
+        assert "| r |" in text and "| f |" in text
+        assert (f"| s | j{n - 1} |" in text) == (n <= sets.PUBLISH_MAX_JOB_ROWS)
+        assert (f"{n} rows: in the set's table.md" in text) == (n > sets.PUBLISH_MAX_JOB_ROWS)
+
+
 def test_a_pair_with_zero_marks_in_the_second_is_counted_not_dropped_silently():
     runs = {k: {"totals": {"ecn_marks": m}} for k, m in enumerate([40, 30, 50])}
     other = {k: {"totals": {"ecn_marks": m}} for k, m in enumerate([4, 0, 10])}
