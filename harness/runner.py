@@ -54,8 +54,8 @@ AGENT_SETUP_PER_HOST_S = 0.1  # ... plus this per worker (measured connect times
 OVERRUN_S = 600.0             # a run still going this long after duration_s is stopped as hung
 POLL_S = 0.2                  # the runner's loop: start due jobs, watch agents and the controller
 CPU_SAMPLE_S = 1.0            # the fidelity guard's CPU idle samples
-CE_CATCH_UP_S = 15.0          # at the end, how long to wait for the controller's CE samples to equal
-                              # the switches' own counters (netcheck waits as long)
+CE_CATCH_UP_S = 15.0          # at the end, how long (beyond one CE period) to wait for the controller's
+                              # CE samples to equal the switches' own counters (netcheck waits as long)
 
 
 def _dist_versions(names):
@@ -244,7 +244,7 @@ class Session:
             time.sleep(POLL_S)
         self.note_finished(all_started=True)           # jobs that ended during the last sleep
         time.sleep(FLOW_STATS_SETTLE_S)               # the switches' flow counters after the revalidator
-        caught_up = wait_ce_caught_up(self.fab, self.tm.of_path, timeout_s=CE_CATCH_UP_S)
+        caught_up = wait_ce_caught_up(self.fab, self.tm.of_path, timeout_s=CE_CATCH_UP_S + self.tm.ce_period_ms / 1000)
         self.tm.stop()
         self.idle_samples.append(cpu_idle())
         datapath = fidelity.datapath_delta(self.datapath0, datapath_counters(self.fab))

@@ -45,7 +45,7 @@ class Telemetry:
 
     def __init__(self, fabric, workdir, period_ms=100, dpids=None, marker=True, ce_period_ms=CE_PERIOD_MS):
         self.fab, self.dir, self.period = fabric, Path(workdir), period_ms / 1000.0
-        self.dpids, self.marker, self.ce_period_ms = dpids, marker, ce_period_ms
+        self.dpids, self.marker, self.ce_period_ms = dpids, marker, max(ce_period_ms, period_ms)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.of_path, self.mk_path = self.dir / "openflow.jsonl", self.dir / "marker.jsonl"
         self._stop = threading.Event()
@@ -55,7 +55,7 @@ class Telemetry:
         self.of_path.write_text("")
         self.mk_path.write_text("")
         self.fab.client().call("telemetry_start", out=str(self.of_path), period_ms=self.period * 1000,
-                               dpids=self.dpids, ce_period_ms=max(self.ce_period_ms, self.period * 1000))
+                               dpids=self.dpids, ce_period_ms=self.ce_period_ms)
         if self.marker:
             self._thread = threading.Thread(target=self._sample_marker, daemon=True)
             self._thread.start()

@@ -77,8 +77,8 @@ TELEMETRY_MS = 1000
 # telemetry; the guard allows 10 % of seconds under 20 % CPU idle): with the controller polling
 # every wall second, 49 % of seconds busy at time_dilation 8 and 30 % at 16 (its polling took 46 %
 # of the CPU); with the polling periods in model time, 11 % at 8 and 3.8 % at 16 (11 of 291 s: the
-# first and last three, which every run has, and a burst of 5 s), mean 299.7 ms against the
-# simulator's 298.
+# first three and the last, which every run has, two single seconds and a burst of 5), mean
+# 299.7 ms against the simulator's 298.
 DEMO_DILATION = 16
 DEMO_ITERATIONS = 60
 
