@@ -40,7 +40,7 @@ from harness.progress import Progress
 from harness.replay import COLUMNS as ITER_COLUMNS, Replayer, byte_scale
 from harness.schedulers import flowplan
 from harness.schedulers.plan import schedule
-from harness.telemetry import CE_PERIOD_MS, FLOW_STATS_SETTLE_S, Telemetry, mono, wait_ce_caught_up
+from harness.telemetry import CE_PERIOD_MS, FLOW_STATS_SETTLE_S, PERIOD_MS, Telemetry, mono, wait_ce_caught_up
 from topologies import by_name
 from topologies.base import with_background
 from workloads import timing
@@ -128,10 +128,10 @@ def wall_entry(entry, plan, dil):
 
 def telemetry_periods(spec, dil):
     """(port-statistics period, CE-statistics period) in wall ms: ``telemetry.period_ms`` (default
-    100) and CE_PERIOD_MS are model time, like every time of a spec, so under time dilation the
+    PERIOD_MS) and CE_PERIOD_MS are model time, like every time of a spec, so under time dilation the
     controller polls D times less often (its statistics cost CPU per wall second, whatever the
     traffic)."""
-    period_ms = float((spec.raw.get("telemetry") or {}).get("period_ms", 100))
+    period_ms = float((spec.raw.get("telemetry") or {}).get("period_ms", PERIOD_MS))
     return dil.wall(period_ms), dil.wall(CE_PERIOD_MS)
 
 

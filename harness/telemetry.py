@@ -32,6 +32,7 @@ COLUMNS = ["time", "link", "direction", "tx_bytes", "utilization", "ecn_marked",
 # A quiet period is not proof that the controller's samples caught up: netcheck also waits until its
 # last sample of every switch equals the switch's own counters (wait_ce_caught_up).
 FLOW_STATS_SETTLE_S = 1.2
+PERIOD_MS = 100       # port statistics and marker counters, unless a spec's telemetry.period_ms says
 # flow statistics enumerate every CE entry of a switch: polled at most this often (README, Telemetry)
 CE_PERIOD_MS = 1000
 
@@ -43,7 +44,7 @@ def mono():
 class Telemetry:
     """Start/stop sampling on a running Fabric; ``links(run_start)`` builds the table."""
 
-    def __init__(self, fabric, workdir, period_ms=100, dpids=None, marker=True, ce_period_ms=CE_PERIOD_MS):
+    def __init__(self, fabric, workdir, period_ms=PERIOD_MS, dpids=None, marker=True, ce_period_ms=CE_PERIOD_MS):
         self.fab, self.dir, self.period = fabric, Path(workdir), period_ms / 1000.0
         self.dpids, self.marker, self.ce_period_ms = dpids, marker, max(ce_period_ms, period_ms)
         self.dir.mkdir(parents=True, exist_ok=True)

@@ -78,9 +78,30 @@ TELEMETRY_MS = 1000
 # every wall second, 49 % of seconds busy at time_dilation 8 and 30 % at 16 (its polling took 46 %
 # of the CPU); with the polling periods in model time, 11 % at 8 and 3.8 % at 16 (11 of 291 s: the
 # first three and the last, which every run has, two single seconds and a burst of 5), mean
-# 299.7 ms against the simulator's 298.
+# 299.7 ms against the simulator's 298; it then passed in the clean-clone rehearsal of the tier too.
 DEMO_DILATION = 16
 DEMO_ITERATIONS = 60
+
+
+def faithful_run(tmp_path, raw, *args):
+    """``interleave run`` of the spec mapping ``raw`` (with ``args``) in the guest: it exits 0 and
+    the fidelity guard passes. Returns (summary, the run's backends, the simulator's mean iteration
+    of the same spec)."""
+    import yaml
+
+    from harness import spec as spec_mod
+    from harness.simulate import simulate_spec
+    spec_file = tmp_path / f"{raw['name']}.yaml"
+    spec_file.write_text(yaml.safe_dump(raw, sort_keys=False))
+    scheduler = args[args.index("--scheduler") + 1] if "--scheduler" in args else None
+    sim = simulate_spec(spec_mod.load(str(spec_file), scheduler=scheduler))["totals"]["iteration_ms_mean"]
+    out = tmp_path / "run"
+    p = interleave("run", str(spec_file), *args, "--out", str(out), "--quiet", "--json", timeout=NETCHECK_TIMEOUT_S)
+    assert p.returncode == 0, p.stderr[-3000:]
+    summary = json.loads(p.stdout)
+    f = summary["fidelity"]
+    assert f["ok"], f"{f['notes']}; CPU idle per second: {f.get('cpu_idle_per_s')}"
+    return summary, json.loads((out / "environment.json").read_text())["backends"], sim
 
 
 def test_demo_pair_runs_faithfully_with_the_stock_backends(tmp_path):
@@ -88,36 +109,23 @@ def test_demo_pair_runs_faithfully_with_the_stock_backends(tmp_path):
     guest's one CPU: the run completes, the fidelity guard passes, and the simulator's mean iteration
     is within 10 % of the emulated one (as the host's demo test asks)."""
     import yaml
-
-    from harness import spec as spec_mod
-    from harness.simulate import simulate_spec
     raw = yaml.safe_load((ROOT / "experiments/demo.yaml").read_text())
-    raw.update(time_dilation=DEMO_DILATION, telemetry={"period_ms": TELEMETRY_MS})
+    raw.update(name="demo-stock", time_dilation=DEMO_DILATION, telemetry={"period_ms": TELEMETRY_MS})
     for j in raw["jobs"]:
         j["iterations"] = DEMO_ITERATIONS
-    spec_file = tmp_path / "demo-stock.yaml"
-    spec_file.write_text(yaml.safe_dump(raw, sort_keys=False))
-    out = tmp_path / "run"
-    p = interleave("run", str(spec_file), "--scheduler", "themis+cassini", "--out", str(out), "--quiet", "--json",
-                   timeout=NETCHECK_TIMEOUT_S)
-    assert p.returncode == 0, p.stderr[-3000:]
-    summary = json.loads(p.stdout)
-    backends = json.loads((out / "environment.json").read_text())["backends"]
+    summary, backends, sim = faithful_run(tmp_path, raw, "--scheduler", "themis+cassini")
     assert (backends["datapath"], backends["ecn_marker"], backends["congestion_control"]) == \
         ("kernel", "red", "dctcp"), backends
-    f = summary["fidelity"]
-    assert f["ok"], f"{f['notes']}; CPU idle per second: {f.get('cpu_idle_per_s')}"
     assert all(j["iterations"] == DEMO_ITERATIONS for j in summary["jobs"].values()), summary["jobs"]
     emu = summary["totals"]["iteration_ms_mean"]
-    sim = simulate_spec(spec_mod.load(str(spec_file), scheduler="themis+cassini"))["totals"]["iteration_ms_mean"]
     assert abs(sim - emu) <= 0.10 * emu, (sim, emu)
     print(f"demo pair at dilation {DEMO_DILATION}: emulated {emu} ms, simulated {sim} ms, "
-          f"busy seconds {f['cpu_busy_seconds_share']}")
+          f"busy seconds {summary['fidelity']['cpu_busy_seconds_share']}")
 
 
 # One job on the dumbbell kept the guest's CPU busy in every second at time_dilation 1 with 100 ms
-# telemetry (measured: both runs flagged); dilated, with 1 s telemetry it passed in 6 of 6 runs
-# (3 guest boots, each case once):
+# telemetry (measured: both runs flagged); dilated, with 1 s telemetry it passed in 8 of 8 runs
+# (4 guest boots, each case once; the last boot with the polling periods in model time):
 DELAY_DILATION = 4
 
 
@@ -138,23 +146,10 @@ def delay_spec(delay_ms):
 def test_link_delay_stretches_iterations_as_the_simulator_says(tmp_path, delay_ms, model_ms):
     """netem delay in a run: the emulated mean iteration is within 10 % of the simulator's, which
     is the hand-computed value (the two cases are 20 % apart, so the check tells them apart)."""
-    import yaml
-
-    from harness import spec as spec_mod
-    from harness.simulate import simulate_spec
-    spec_file = tmp_path / "delay.yaml"
-    spec_file.write_text(yaml.safe_dump(delay_spec(delay_ms), sort_keys=False))
-    sim = simulate_spec(spec_mod.load(str(spec_file)))["totals"]["iteration_ms_mean"]
+    summary, backends, sim = faithful_run(tmp_path, delay_spec(delay_ms))
     assert sim == pytest.approx(model_ms, rel=1e-3)
-    out = tmp_path / "run"
-    p = interleave("run", str(spec_file), "--out", str(out), "--quiet", "--json", timeout=NETCHECK_TIMEOUT_S)
-    assert p.returncode == 0, p.stderr[-3000:]
-    summary = json.loads(p.stdout)
-    backends = json.loads((out / "environment.json").read_text())["backends"]
     assert (backends["datapath"], backends["ecn_marker"], backends["congestion_control"], backends["link_delay"]) == \
         ("kernel", "red", "dctcp", "netem"), backends
-    f = summary["fidelity"]
-    assert f["ok"], f"{f['notes']}; CPU idle per second: {f.get('cpu_idle_per_s')}"
     emu = summary["totals"]["iteration_ms_mean"]
     assert abs(emu - sim) <= 0.10 * sim, (emu, sim)
-    print(f"delay {delay_ms} ms: emulated {emu} ms, simulated {sim} ms, CPU idle {f['cpu_idle_share']}")
+    print(f"delay {delay_ms} ms: emulated {emu} ms, simulated {sim} ms, CPU idle {summary['fidelity']['cpu_idle_share']}")
