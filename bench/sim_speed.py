@@ -23,7 +23,7 @@ SPEC = Path(__file__).resolve().parent.parent / "experiments/sim/poisson1000-fat
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--schedulers", default="themis,themis+cassini,netsens,consolidate")   # random: README
+    ap.add_argument("--schedulers", default="themis,themis+cassini,pollux,ideal,netsens,consolidate,tiresias")   # random: README
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--spec", default=str(SPEC))
     ap.add_argument("--publish", metavar="FILE")

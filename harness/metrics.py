@@ -12,7 +12,8 @@ alone), ``jct_s`` from arrival, ``queue_s``
 from arrival to placement (emulated: to the launch of its agents), ECN marks and their source, the job's timing (``time_shift_ms``, ``alignment``,
 how far its communication started from where its shift put it, re-alignments), preemptions and
 segments. Program jobs add ``PROGRAM_JOB``. Totals (``TOTALS``) are over every job's steady
-iterations. Units: ms for iteration times, s for times of the run.
+iterations, plus what preemptions cost (``restarts``, ``restart_gpu_s``: ``restart_cost``).
+Units: ms for iteration times, s for times of the run.
 """
 import numpy as np
 
@@ -31,7 +32,8 @@ PROGRAM_JOB = {"iteration_ms_meaning": AS_IS, "ect_ms_mean": 2, "coflow_ms": 2, 
                "predicted_ect_ms": 2, "flows": WHOLE, "pacing_error_ms_p50": 2, "pacing_error_rel_p50": 4}
 TOTALS = {"iteration_ms_mean": 2, "iteration_ms_p99": 2, "comm_ms_mean": 2, "ecn_marks": WHOLE,
           "slowdown_mean": 4, "slowdown_p99": 4, "jct_s_mean": 3, "makespan_s": 3, "queue_s_mean": 3,
-          "communication_overhead_s": 3, "preemptions": WHOLE, "ect_ms_mean": 2}
+          "communication_overhead_s": 3, "preemptions": WHOLE, "restarts": WHOLE, "restart_gpu_s": 1,
+          "ect_ms_mean": 2}
 STEP_MEANING = "step time of the consuming computation"   # worker 0: first op start to last op end
 
 
@@ -97,6 +99,14 @@ def comm_ms(w0):
     w0 = w0.sort_values("iteration")
     x = ((w0.comm_end - w0.comm_start) * 1000).to_numpy(dtype=float)[1:]
     return x[np.isfinite(x)]
+
+
+def restart_cost(segments, restart_s):
+    """(restarts, GPU-seconds they hold without progress) of one job's ``segments``: every segment
+    after the first restarts from the checkpoint on its hosts and holds them ``restart_s`` first
+    (progress is kept: no work is lost)."""
+    later = (segments or [])[1:]
+    return len(later), sum(len(s["hosts"]) for s in later) * (restart_s or 0.0)
 
 
 def communication_overhead_s(rows):

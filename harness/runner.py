@@ -473,6 +473,7 @@ def summarize(spec, plan, iters, links, m, dil, topo):
     jcts = [v["jct_s"] for v in jobs.values() if v["jct_s"] is not None]
     queues = [v["queue_s"] for v in jobs.values() if v["queue_s"] is not None]
     end = float(iters.end.max()) if len(iters) else None
+    restarts = [metrics.restart_cost(j.get("segments"), j.get("restart_s")) for j in plan["jobs"]]
     totals = metrics.totals(
         iteration_ms_mean=metrics.mean(all_it), iteration_ms_p99=metrics.percentile(all_it, 99),
         comm_ms_mean=metrics.mean(all_comm), ecn_marks=sum(v["ecn_marks"] for v in jobs.values()),
@@ -481,7 +482,8 @@ def summarize(spec, plan, iters, links, m, dil, topo):
         jct_s_mean=metrics.mean(jcts), makespan_s=end, queue_s_mean=metrics.mean(queues),
         communication_overhead_s=metrics.communication_overhead_s(
             (v["iteration_ms_mean"], v["iteration_ms_profile"], v["iterations"]) for v in jobs.values()),
-        preemptions=sum(v["preemptions"] for v in jobs.values()))
+        preemptions=sum(v["preemptions"] for v in jobs.values()),
+        restarts=sum(r for r, _g in restarts), restart_gpu_s=sum(g for _r, g in restarts))
     telemetry = {"ce_caught_up": m.get("ce_caught_up"),
                  "ce_caught_up_meaning": "the controller's last CE samples equal the switches' own counters "
                                          "(links.csv's openflow ecn_marked is complete)"}

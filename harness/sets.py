@@ -14,7 +14,8 @@ Layout of DIR: ``<spec name>/<scheduler>-r<r>/`` (results directories; a complet
 an interrupted set resumes where it stopped), ``<spec name>/report/`` (``interleave report`` of the
 spec's runs), and ``table.md`` / ``table.json``: per spec and scheduler the mean over repeats, and
 the ratios of each ``X+cassini`` over its base ``X`` and of every other scheduler over the first
-one listed. Ratios are of means over repeats. A scheduler ``S:F`` runs scheduler S with
+one listed, and where a scheduler preempted, its mean preemptions, restarts and GPU-time held
+restarting (``COUNTS``: means, never ratios). Ratios are of means over repeats. A scheduler ``S:F`` runs scheduler S with
 ``flow_scheduler: F`` (``fixed:echelon``; pipeline and tensor jobs), so flow schedulers compare
 too. A run entry may set ``background`` (load of every fabric link, simulator only), ``label``
 (its directory and row name; default the spec's name) and ``set`` (top-level spec keys replacing
@@ -47,6 +48,7 @@ from harness.errors import UsageError
 
 METRICS = ("iteration_ms_mean", "iteration_ms_p99", "comm_ms_mean", "slowdown_mean", "slowdown_p99", "ecn_marks",
            "jct_s_mean", "makespan_s", "communication_overhead_s", "ect_ms_mean")
+COUNTS = ("preemptions", "restarts", "restart_gpu_s")     # averaged per scheduler, never a ratio
 
 
 def load_set(path):
@@ -152,11 +154,14 @@ def aggregate(st, out):
             if not sums and not excluded:
                 continue
             row = {"runs": len(sums), "excluded": excluded}
-            for m in METRICS:
+            for m in METRICS + COUNTS:
                 vals = [x["totals"].get(m) for x in sums]
                 row[m], row[m + "_ci"] = mean_ci(vals)
             row["jobs"] = per_job(out, r["name"], s, reps, sums)
-            row["per_run"] = {m: [x["totals"].get(m) for x in sums] for m in METRICS}
+            tuned = [x["params"]["tuning"] for x in sums if (x.get("params") or {}).get("tuning")]
+            if tuned:
+                row["tuning"] = tuning_choices(tuned)
+            row["per_run"] = {m: [x["totals"].get(m) for x in sums] for m in METRICS + COUNTS}
             by_repeat[s] = dict(zip(reps, sums))
             entry["schedulers"][s] = row
         for s in r["schedulers"]:
@@ -166,6 +171,21 @@ def aggregate(st, out):
                                                            entry["schedulers"][b], entry["schedulers"][s])
         table[r["name"]] = entry
     return table
+
+
+def tuning_choices(tunings):
+    """{"objective", "held_out", "grid": candidates per run, "chosen": [[timers, runs that chose them]]}
+    of the runs' auto-tuner records (harness.schedulers.tuner)."""
+    chosen = []
+    for t in tunings:
+        for c in chosen:
+            if c[0] == t["chosen"]:
+                c[1] += 1
+                break
+        else:
+            chosen.append([t["chosen"], 1])
+    return {"objective": tunings[0]["objective"], "held_out": all(t.get("held_out") for t in tunings),
+            "grid": len(tunings[0]["tried"]), "chosen": chosen}
 
 
 def mean_ci(vals):
@@ -258,7 +278,7 @@ def fmt(row, m, unit="", digits=None):
     ci = row.get(m + "_ci")
     n_inf = row.get(m + "_unbounded")
     more = f" (+{n_inf} pair(s) with 0 in the second: unbounded, left out)" if n_inf else ""
-    return num(v) + (f" [{num(ci[0])}, {num(ci[1])}]" if ci else "") + unit + more
+    return num(v) + (f" [{num(ci[0])}, {num(ci[1])}]" if ci else "") + (unit if v != float("inf") else "") + more
 
 
 def markdown(st, table, floors=None, absent=None):
@@ -275,15 +295,32 @@ def markdown(st, table, floors=None, absent=None):
                          f"{fmt(row, 'ecn_marks', '', 0)} | {fmt(row, 'jct_s_mean', ' s', 2)} | "
                          f"{fmt(row, 'makespan_s', ' s', 2)} | {fmt(row, 'communication_overhead_s', ' s', 2)} |")
     lines += ["", "## Ratios (first / second, per repeat pair; > 1: the second is better)", "",
-              "| spec | comparison | pairs | mean | p99 | communication | slowdown mean | ECN marks | mean JCT | makespan |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| spec | comparison | pairs | mean | p99 | communication | slowdown mean | ECN marks | mean JCT | makespan | "
+              "comm. overhead |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, e in table.items():
         for key, rt in e["ratios"].items():
             lines.append(f"| {name} | {key} | {rt['pairs']} | {fmt(rt, 'iteration_ms_mean', 'x', 2)} | "
                          f"{fmt(rt, 'iteration_ms_p99', 'x', 2)} | {fmt(rt, 'comm_ms_mean', 'x', 2)} | "
                          f"{fmt(rt, 'slowdown_mean', 'x', 2)} | "
                          f"{fmt(rt, 'ecn_marks', 'x', 1)} | {fmt(rt, 'jct_s_mean', 'x', 2)} | "
-                         f"{fmt(rt, 'makespan_s', 'x', 2)} |")
+                         f"{fmt(rt, 'makespan_s', 'x', 2)} | {fmt(rt, 'communication_overhead_s', 'x', 2)} |")
+    pre = [(name, s, row) for name, e in table.items() for s, row in e["schedulers"].items() if row.get("preemptions")]
+    if pre:
+        lines += ["", "## Preemptions (mean over kept repeats; restarts hold their hosts `restart_s` each)", "",
+                  "| spec | scheduler | preemptions | restarts | GPU-time held restarting |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {name} | {s} | {fmt(row, 'preemptions', '', 1)} | {fmt(row, 'restarts', '', 1)} | "
+                  f"{fmt(row, 'restart_gpu_s', ' GPU-s', 0)} |" for name, s, row in pre]
+    tuned = [(name, s, row["tuning"]) for name, e in table.items() for s, row in e["schedulers"].items()
+             if row.get("tuning")]
+    if tuned:
+        lines += ["", "## Auto-tuned timers (netsens `timers: auto`; rack/pod seconds per class, runs that chose them)", "",
+                  "| spec | scheduler | objective | tuned on | candidates | chosen |", "| --- | --- | --- | --- | --- | --- |"]
+        for name, s, t in tuned:
+            ch = "; ".join(", ".join(f"{c} {v[0]:g}/{v[1]:g}" for c, v in timers.items() if c != "low") + f" ({n})"
+                           for timers, n in t["chosen"])
+            lines.append(f"| {name} | {s} | {t['objective']} | {'a held-out trace' if t['held_out'] else 'its own trace'} | "
+                         f"{t['grid']} | {ch} |")
     lines += ["", "## Per job (mean over repeats; communication = first phase start to last phase end)", "",
               "| spec | scheduler | job | model | iteration | communication |", "| --- | --- | --- | --- | --- | --- |"]
     for name, e in table.items():

@@ -18,13 +18,13 @@ from workloads.profiles import ProfileError, at_batch, at_workers, builtins, fro
 
 TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "trace", "scheduler",
             "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation", "netsens", "background",
-            "themis", "pollux", "allreduce"}
+            "themis", "pollux", "allreduce", "tiresias"}
 ALLREDUCE = ("fixed", "ring")           # a data-parallel phase's length on N workers: the profile's | 2(N-1)/N
 THEMIS_RACKS = ("fewest", "penalty")     # harness.schedulers.placement: best fit | the paper's rack penalty
 JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms", "pipeline", "tensor",
             "batch_size"}
 FLOW_SCHEDULERS = ("fair", "coflow", "echelon")
-BASES = ("themis", "pollux", "random", "ideal", "fixed", "netsens", "consolidate")
+BASES = ("themis", "pollux", "random", "ideal", "fixed", "netsens", "consolidate", "tiresias")
 CASSINI_KEYS = {"discretization_deg": 5.0, "candidates": 10, "quantum_ms": 5.0, "max_perimeter_ms": 10000.0,
                 "aggregate": "mean", "exact_max_jobs": 3, "loops": "reject", "align_min_score": 0.9,
                 "common_period": 0.0}
@@ -88,6 +88,7 @@ class Spec:
     netsens: dict = field(default_factory=dict)
     themis: dict = field(default_factory=lambda: {"racks": "fewest"})
     pollux: dict = field(default_factory=dict)
+    tiresias: dict = field(default_factory=dict)
     background: float = 0.0
     time_dilation: float = 1.0
     flow_scheduler: str = "fair"
@@ -226,6 +227,8 @@ def from_mapping(raw, where="spec"):
         raise SpecError(where, "flow_scheduler", fs, " | ".join(FLOW_SCHEDULERS))
     from harness.schedulers.netsens import validate as validate_netsens
     netsens = validate_netsens(where, raw.get("netsens"), SpecError)
+    from harness.schedulers.tiresias import validate as validate_tiresias
+    tiresias = validate_tiresias(where, raw.get("tiresias"), SpecError)
     background = _background(where, raw)
     themis = _themis(where, raw)
     pollux = _pollux(where, raw)
@@ -245,7 +248,7 @@ def from_mapping(raw, where="spec"):
     _job_kinds(where, jobs, scheduler, fs, background)
     return Spec(name=name, topology=topo, link=link, reference_gbps=ref, profiles=profiles, jobs=jobs,
                 scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
-                netsens=netsens, themis=themis, pollux=pollux, background=background, flow_scheduler=fs, source=where, raw=raw)
+                netsens=netsens, themis=themis, pollux=pollux, tiresias=tiresias, background=background, flow_scheduler=fs, source=where, raw=raw)
 
 
 def _themis(where, raw):
@@ -400,7 +403,8 @@ def _trace_jobs(where, trace, profiles, n_hosts, seed):
                         " | ".join(traces.KINDS))
     if trace["kind"] == "csv":
         return _csv_trace(where, trace, profiles, n_hosts, seed)
-    allowed = {"kind", "jobs", "load", "models", "workers", "iterations", "iterations_scale", "arriving", "arrival_s"}
+    allowed = {"kind", "jobs", "load", "models", "workers", "iterations", "iterations_scale", "arriving", "arrival_s",
+               "burst"}
     for k in trace:
         if k not in allowed:
             raise SpecError(where, f"trace.{k}", trace[k], "unknown key; allowed: " + ", ".join(sorted(allowed)))
@@ -409,6 +413,10 @@ def _trace_jobs(where, trace, profiles, n_hosts, seed):
         load = _float(where, "trace.load", trace.get("load"), strict=True)
         if load > 1.5:
             raise SpecError(where, "trace.load", load, "a fraction of busy hosts, 0 < load <= 1.5")
+    if "burst" in trace:
+        if trace["kind"] != "poisson":
+            raise SpecError(where, "trace.burst", trace["burst"], "only for kind: poisson")
+        _int(where, "trace.burst", trace["burst"], minimum=1)
     for k in ("models", "arriving"):
         if k in trace and not (isinstance(trace[k], list) and all(isinstance(m, str) for m in trace[k])):
             raise SpecError(where, f"trace.{k}", trace[k], "a list of model names, e.g. [vgg19, resnet50]")

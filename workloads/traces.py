@@ -9,7 +9,8 @@ uniformly from [200, 1000] (the paper's range) times ``iterations_scale``; worke
 Philly-like {2: 40, 4: 30, 8: 20, 16: 7, 32: 3} of experiments/sim/).
 
 Poisson load: the arrival rate makes the expected fraction of busy hosts equal ``load``:
-rate = load x hosts / (E[workers] x E[job duration alone]).
+rate = load x hosts / (E[workers] x E[job duration alone]). ``burst: N`` (default 1) makes arrivals
+bursty at the same load: N jobs arrive at one instant, bursts as a Poisson process at rate / N.
 """
 import numpy as np
 
@@ -79,10 +80,12 @@ def generate(trace, profiles, n_hosts, seed):
         mean_it_s = np.mean([profiles[m].iteration_ms for m in models]) / 1000
         mean_dur = mean_it_s * (iterations[0] + iterations[1]) / 2 * scale
         rate = trace["load"] * n_hosts / (mean_w * mean_dur)
+        burst = trace.get("burst", 1)
         t = 0.0
-        for j in jobs:
+        for i, j in enumerate(jobs):
             j["arrival_s"] = round(t, 3)
-            t += float(rng.exponential(1 / rate))
+            if (i + 1) % burst == 0:        # bursts arrive at rate / burst: the same load
+                t += float(rng.exponential(burst / rate))
         return jobs
     if kind == "dynamic":
         first = _draw(rng, trace["jobs"], models, profiles, workers, iterations, scale, "j")

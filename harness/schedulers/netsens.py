@@ -33,7 +33,8 @@ from harness.schedulers.policy import Decision
 
 DEFAULTS = {"timers": {"high": [60.0, 60.0], "medium": [15.0, 15.0], "low": [0.0, 0.0]},
             "thresholds": [1.15, 1.25], "expected_background": 0.5, "preemption": True,
-            "restart_s": 30.0, "min_run_s": 120.0, "max_preemptions": 2, "objective": "jct_mean"}
+            "restart_s": 30.0, "min_run_s": 120.0, "max_preemptions": 2, "objective": "jct_mean",
+            "tune_seed": None}
 CLASSES = ("high", "medium", "low")
 OBJECTIVES = ("jct_mean", "makespan")
 
@@ -72,6 +73,9 @@ def validate(where, raw, error):
     eb = cfg["expected_background"]
     if not isinstance(eb, (int, float)) or not 0 <= eb < 1:
         raise error(where, "netsens.expected_background", eb, "a fraction in [0, 1)")
+    ts = cfg["tune_seed"]
+    if ts is not None and (not isinstance(ts, int) or isinstance(ts, bool) or ts < 0):
+        raise error(where, "netsens.tune_seed", ts, "a seed (whole number >= 0): the tuner's trace; unset: the spec's own")
     if cfg["objective"] not in OBJECTIVES:
         raise error(where, "netsens.objective", cfg["objective"], " | ".join(OBJECTIVES))
     return cfg

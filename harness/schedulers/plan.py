@@ -33,7 +33,7 @@ def resolve_timers(spec):
 
 
 def plan_from_simulation(spec, routes):
-    """The plan of a policy that decides in time (netsens's delay timers, consolidate): run the
+    """The plan of a policy that decides in time (netsens's delay timers, consolidate, tiresias): run the
     trace in the simulator and take its placements and start times. The emulator then starts each
     job at that time or when its hosts are free. A preempted job has ``segments``: the emulator runs
     the first segment's iterations, lets it exit (its checkpoint), and starts the next segment on its
@@ -55,7 +55,7 @@ def plan_from_simulation(spec, routes):
             segs = [{"start_s": x["start_s"], "hosts": x["hosts"], "iterations": a - b}
                     for x, a, b in zip(js["segments"], left, left[1:]) if a - b > 0]
             out["segments"] = segs
-            out["restart_s"] = spec.netsens["restart_s"]
+            out["restart_s"] = sim.restart_s
         jobs_out.append(out)
     epochs = [{**e, "links": [], "score": 1.0} for e in sim.epochs]
     policy = sim.policy
@@ -82,7 +82,7 @@ def schedule(spec, routes=None):
         raise ScheduleError(f"{cls.key}: reallocations move running jobs, which the emulator's plan cannot "
                             "carry yet; simulate it (interleave simulate, or reproduce --simulate)")
     routes = routes or compute_routes(spec.topology)
-    if spec.base in ("netsens", "consolidate"):
+    if spec.base in ("netsens", "consolidate", "tiresias"):
         out = plan_from_simulation(spec, routes)
     elif spec.has_programs:     # pipeline / tensor jobs: pinned hosts, step grid, the flow scheduler's decision
         out = schedule_programs(spec, routes)

@@ -28,6 +28,7 @@ from harness.schedulers import affinity
 from harness.schedulers.netsens import DEFAULTS as NETSENS_DEFAULTS, policy_for
 from harness.schedulers.policy import BasePolicy, aligns, alignment, groups, same_period_group
 from harness.schedulers.reallocation import reallocating
+from harness.schedulers.tiresias import TiresiasPolicy
 from harness.sim import calibration
 from harness.schedulers.traffic import link_loads
 from harness.sim.fluid import SimJob, attach_links, simulate
@@ -288,6 +289,7 @@ class Simulator:
         jct = [v["jct_s"] for v in jobs.values()]
         done_it = sum(a.iterations for a in acc.values())
         end = max(finished.values()) if finished else 0.0
+        restarts = [metrics.restart_cost(v["segments"], self.restart_s) for v in jobs.values()]
         totals = metrics.totals(
             iteration_ms_mean=metrics.mean(vals, wts if len(vals) else None),
             iteration_ms_p99=metrics.percentile(vals, 99, wts),
@@ -297,7 +299,8 @@ class Simulator:
             slowdown_p99=metrics.percentile(slow, 99, wts), makespan_s=end, jct_s_mean=metrics.mean(jct),
             queue_s_mean=metrics.mean([v["queue_s"] for v in jobs.values()]),
             communication_overhead_s=metrics.communication_overhead_s(overhead),
-            preemptions=sum(v["preemptions"] for v in jobs.values()))
+            preemptions=sum(v["preemptions"] for v in jobs.values()),
+            restarts=sum(r for r, _g in restarts), restart_gpu_s=sum(g for _r, g in restarts))
         return metrics.summary(
             spec.scheduler, spec.name, end, jobs, totals,
             {"ok": True, "notes": ["flow-level simulation (harness.sim): no emulator to keep up"]},
@@ -311,6 +314,8 @@ class Simulator:
 def make_policy(spec, routes):
     if spec.base == "netsens" or spec.base == "consolidate":
         return policy_for(spec, routes)
+    if spec.base == "tiresias":
+        return TiresiasPolicy(spec, routes)
     if (cls := reallocating(spec)) is not None:
         return cls(spec, routes)
     return BasePolicy(spec, routes)

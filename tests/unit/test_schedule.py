@@ -159,6 +159,23 @@ def test_poisson_arrivals_follow_the_load():
     assert all(2 <= j.workers <= 4 and 20 <= j.iterations <= 100 for j in s.jobs)
 
 
+def test_bursty_arrivals_keep_the_load():
+    """``burst: N``: N jobs per instant, bursts N times further apart; ``burst: 1`` is the plain trace."""
+    import numpy as np
+    base = {"kind": "poisson", "jobs": 400, "load": 0.8, "iterations_scale": 0.1}
+    plain = [j.arrival_s for j in spec(trace=base, seed=9).jobs]
+    assert [j.arrival_s for j in spec(trace={**base, "burst": 1}, seed=9).jobs] == plain
+    bursty = np.array([j.arrival_s for j in spec(trace={**base, "burst": 10}, seed=9).jobs])
+    instants, sizes = np.unique(bursty, return_counts=True)
+    assert len(instants) == 40 and set(sizes) == {10}
+    # 39 exponential gaps between bursts: sd of their mean ~16 %; the expected gap is 10 plain ones
+    assert abs(np.diff(instants).mean() / (10 * np.diff(plain).mean()) - 1) < 0.5
+    with pytest.raises(UsageError, match="trace.burst: 0"):
+        spec(trace={**base, "burst": 0})
+    with pytest.raises(UsageError, match="trace.burst: 3 .*only for kind: poisson"):
+        spec(trace={"kind": "snapshot", "jobs": 4, "burst": 3})
+
+
 def test_time_dilation_in_spec():
     assert spec(jobs=[{"model": "vgg16"}], time_dilation=2).time_dilation == 2
     with pytest.raises(UsageError, match="time_dilation: 0.5"):

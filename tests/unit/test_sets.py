@@ -146,3 +146,32 @@ def test_validation_compares_simulated_with_emulated_runs(tmp_path):
     assert by["themis"]["deviation"] == pytest.approx(by["themis"]["simulated"] / 301.5 - 1, abs=1e-4)
     n_in = sum(1 for r in rows if r["within"])
     assert f"**{n_in} of 2**" in md
+
+
+def test_tables_give_the_overhead_ratio_and_what_preemptions_cost(tmp_path):
+    """The ratio table has a communication-overhead column; preemption counts are averaged per
+    scheduler (never a ratio) and listed only for a scheduler that preempted."""
+    def run(spec, d, quiet=False, log=None):
+        d.mkdir(parents=True)
+        pre = spec.scheduler == "themis+cassini"
+        (d / "summary.json").write_text(json.dumps({"scheduler": spec.scheduler, "fidelity": {"ok": True}, "jobs": {},
+            "totals": {"iteration_ms_mean": 300.0, "communication_overhead_s": 40.0 if pre else 100.0,
+                       "preemptions": 2 * pre + spec.seed - 1, "restarts": 2 * pre, "restart_gpu_s": 180.0 * pre}}))
+    st = sets.load_set(write_set(tmp_path, f"repeats: 2\nruns: [{{spec: {SPEC}, schedulers: [themis, themis+cassini]}}]\n"))
+    sets.execute(st, tmp_path / "o", run, log=lambda m: None)
+    md, _ = sets.write(st, tmp_path / "o", plots=False)
+    ratios = next(line for line in md.splitlines() if line.startswith("| demo | themis vs themis+cassini"))
+    assert ratios.endswith("| 2.50 [2.50, 2.50]x |")
+    table = sets.aggregate(st, tmp_path / "o")
+    assert "preemptions" not in table["demo"]["ratios"]["themis vs themis+cassini"]
+    assert "| demo | themis+cassini | 2.5 [-3.9, 8.9] | 2.0 [2.0, 2.0] | 180 [180, 180] GPU-s |" in md
+    assert "| demo | themis | 0.5" in md       # seed 2's single preemption
+
+
+def test_tuning_choices_count_the_runs_per_choice():
+    a = {"high": [600.0, 600.0], "medium": [0.0, 0.0], "low": [0.0, 0.0]}
+    b = {"high": [60.0, 60.0], "medium": [0.0, 0.0], "low": [0.0, 0.0]}
+    rec = lambda chosen, held: {"objective": "jct_mean", "chosen": chosen, "tried": [{}] * 12, "held_out": held}
+    got = sets.tuning_choices([rec(a, True), rec(b, True), rec(a, True)])
+    assert got == {"objective": "jct_mean", "held_out": True, "grid": 12, "chosen": [[a, 2], [b, 1]]}
+    assert sets.tuning_choices([rec(a, True), rec(a, False)])["held_out"] is False

@@ -73,7 +73,9 @@ def test_demo_spec_matches_the_papers_direction():
 
 
 def spec_with(jobs, scheduler, **extra):
-    raw = {"name": "t", "topology": {"name": "fattree"}, "jobs": jobs, "scheduler": scheduler, **extra}
+    """A spec on the 24-host fat-tree; ``jobs`` None: the ``trace`` in ``extra``."""
+    raw = {"name": "t", "topology": {"name": "fattree"}, "scheduler": scheduler, **extra,
+           **({"jobs": jobs} if jobs is not None else {})}
     return spec_mod.from_mapping(raw)
 
 
@@ -114,6 +116,7 @@ def test_preemption_frees_a_rack_for_a_sensitive_job_and_costs_a_restart():
     cfg = {"timers": {"high": [10, 10]}, "preemption": True, "restart_s": 30, "min_run_s": 60}
     out = simulate_spec(spec_with(jobs, "netsens", background={"load": 0.5}, netsens=cfg))
     assert out["totals"]["preemptions"] == 1
+    assert out["totals"]["restarts"] == 1 and out["totals"]["restart_gpu_s"] == pytest.approx(3 * 30)
     victim = next(n for n, j in out["jobs"].items() if j["preemptions"])
     assert out["jobs"][victim]["iterations"] == 5000          # progress kept across the restart
     assert out["jobs"]["sens"]["queue_s"] == pytest.approx(10.0, abs=0.01)
@@ -126,6 +129,32 @@ def test_preemption_frees_a_rack_for_a_sensitive_job_and_costs_a_restart():
     assert out2["jobs"]["sens"]["queue_s"] > out["jobs"]["sens"]["queue_s"]
 
 
+def test_tiresias_serves_the_least_attained_first_and_demotes_at_its_queue_limit():
+    """Two-queue LAS on GPU-time: a 24-worker job holds every host; a 3-worker job arriving at 1 s
+    waits (same queue, later arrival) until the big one has 120 GPU-s (5 s), which demotes and
+    preempts it; the small job runs alone (100 x 58 ms) and the big one resumes with the restart."""
+    jobs = [{"name": "big", "model": "resnet50", "workers": 24, "iterations": 10000},
+            {"name": "small", "model": "resnet50", "workers": 3, "iterations": 100, "arrival_s": 1}]
+    out = simulate_spec(spec_with(jobs, "tiresias", tiresias={"queue_limits": [120]}, netsens={"restart_s": 30}))
+    assert out["jobs"]["small"]["queue_s"] == pytest.approx(4.0, abs=1e-6)
+    assert out["jobs"]["small"]["jct_s"] == pytest.approx(4.0 + 100 * 0.058, abs=1e-6)
+    big = out["jobs"]["big"]
+    assert big["preemptions"] == 1 and big["iterations"] == pytest.approx(10000)
+    assert big["jct_s"] == pytest.approx(10000 * 0.058 + 100 * 0.058 + 30, abs=1e-6)
+    assert out["totals"]["restarts"] == 1 and out["totals"]["restart_gpu_s"] == pytest.approx(24 * 30)
+    # Tiresias's default split (3,600 GPU-s) is reached by the big job at 150 s
+    out = simulate_spec(spec_with(jobs, "tiresias"))
+    assert out["jobs"]["small"]["queue_s"] == pytest.approx(149.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("bad, key", [({"queue_limits": [100, 50]}, "tiresias.queue_limits"),
+                                      ({"queue_limits": []}, "tiresias.queue_limits"),
+                                      ({"limits": [1]}, "tiresias.limits"), ([3600], "tiresias")])
+def test_bad_tiresias_keys_name_the_key(bad, key):
+    with pytest.raises(spec_mod.SpecError, match=key.replace(".", r"\.") + ":"):
+        spec_with([{"name": "a", "model": "vgg19", "workers": 2}], "tiresias", tiresias=bad)
+
+
 def test_tuner_reports_every_candidate_and_picks_the_best():
     jobs = [{"name": f"j{i}", "model": m, "workers": 3, "iterations": 100, "arrival_s": 5 * i}
             for i, m in enumerate(["vgg19", "resnet50", "vgg16", "bert", "resnet50", "vgg19", "gpt2", "vgg11"])]
@@ -133,12 +162,27 @@ def test_tuner_reports_every_candidate_and_picks_the_best():
     res = tune(s, grid_high=(0.0, 60.0), grid_medium=(0.0,))
     assert len(res["tried"]) == 2
     assert res["chosen"] == min(res["tried"], key=lambda r: r["jct_mean"])["timers"]
+    assert res["held_out"] is False and res["trace_seed"] == s.seed
+
+
+def test_tuner_on_a_held_out_trace_judges_other_jobs():
+    """``tune_seed``: the candidates run on the trace drawn again with that seed (background kept);
+    on the spec's own seed it is the oracle tuning, candidate for candidate."""
+    raw = {"trace": {"kind": "poisson", "jobs": 12, "load": 1.2, "iterations_scale": 0.2}, "seed": 3}
+    own = spec_with(None, "netsens", background={"load": 0.5}, **raw)
+    grid = {"grid_high": (0.0, 60.0), "grid_medium": (0.0,)}
+    oracle = tune(own, **grid)
+    same = tune(spec_with(None, "netsens", background={"load": 0.5}, netsens={"tune_seed": 3}, **raw), **grid)
+    other = tune(spec_with(None, "netsens", background={"load": 0.5}, netsens={"tune_seed": 1000}, **raw), **grid)
+    assert same["tried"] == oracle["tried"] and same["held_out"] and same["trace_seed"] == 3
+    assert other["trace_seed"] == 1000 and other["tried"] != oracle["tried"]
 
 
 @pytest.mark.parametrize("bad,msg", [
     ({"netsens": {"timers": {"high": [1]}}}, "netsens.timers.high"),
     ({"netsens": {"bogus": 1}}, "netsens.bogus"),
     ({"netsens": {"thresholds": [2, 1]}}, "netsens.thresholds"),
+    ({"netsens": {"tune_seed": -1}}, "netsens.tune_seed"),
     ({"background": {"load": 1.2}}, "background.load"),
 ])
 def test_bad_netsens_keys_name_the_key(bad, msg):
