@@ -124,6 +124,14 @@ class Layout:
             out.setdefault(self.rack_of[h], []).append(h)
         return out
 
+    def consolidated(self, n, free):
+        """n hosts from ``free`` at the best locality level that has them, or None."""
+        for lvl in range(self.min_level(n), 3):
+            hosts = self.pick(n, free, lvl)
+            if hosts:
+                return hosts
+        return None
+
     def pick(self, n, free, level, fragments_first=False, avoid_whole=False):
         """n hosts from ``free`` within ``level``, or None. Consolidated choices take the tightest
         rack/pod that fits and its fullest racks first; ``fragments_first`` takes the racks with the
@@ -172,10 +180,7 @@ class ConsolidatePolicy:
             j = w.job
             hosts = j.hosts if j.hosts and not (set(j.hosts) & used) else None
             if hosts is None and not j.hosts:
-                for lvl in range(self.layout.min_level(j.workers), 3):
-                    hosts = self.layout.pick(j.workers, free, lvl)
-                    if hosts:
-                        break
+                hosts = self.layout.consolidated(j.workers, free)
             if hosts:
                 place[j.name] = hosts
                 free = [h for h in free if h not in hosts]

@@ -76,8 +76,7 @@ class TiresiasPolicy:
             if j.hosts:
                 hosts = j.hosts if not set(j.hosts) - set(free) else None
             else:
-                hosts = next((h for lvl in range(self.layout.min_level(j.workers), 3)
-                              if (h := self.layout.pick(j.workers, free, lvl))), None)
+                hosts = self.layout.consolidated(j.workers, free)
             if hosts:
                 place[n] = list(hosts)
                 free = [h for h in free if h not in hosts]
