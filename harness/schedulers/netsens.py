@@ -5,12 +5,12 @@ Locality levels of a placement: 0 one rack (edge switch), 1 one pod (racks shari
 switches; leaf-spine: the whole fabric), 2 anywhere. One GPU per host.
 
 Sensitivity of a job = its iteration time spread across pods, where every fabric link keeps only
-``1 - expected_background`` of its capacity, over its iteration time consolidated (profile time):
-computed from the measured profile with the fluid model's rules (harness.sim.fluid, validated
-against the emulator). Classes: ``high`` at or above thresholds[1], ``medium`` at or above
-thresholds[0], else ``low``. With the defaults (background 0.5, thresholds 1.15 / 1.25) the
-built-ins fall into high: RoBERTa 1.40, XLM 1.32, VGG11 1.30; medium: BERT, GPT-1, VGG16, GPT-2,
-VGG19, ResNet50, CamemBERT (1.16-1.22); low: WideResNet101 1.10, GPT-3 1.10, DLRM 1.06.
+``1 - b`` of its capacity (b: the spec's background, else ``expected_background``), over its
+iteration time consolidated. ``sensitivity: emulated`` (default): the ratio measured in emulation for
+each built-in model (workloads/sensitivity.yaml, workloads/derive_sensitivity.py), ``modelled``: computed
+from the profile with the fluid model's rule for a job alone (``modelled_sensitivity``). Classes:
+``high`` at or above thresholds[1], ``medium`` at or above thresholds[0], else ``low``; the
+built-ins' classes are listed in workloads/sensitivity.yaml.
 
 ``netsens`` (delay scheduling, Zaharia et al. EuroSys'10, over locality levels): queue in arrival
 order, later jobs may go when an earlier one waits. A job accepts only its best feasible level
@@ -34,7 +34,8 @@ from harness.schedulers.policy import Decision
 DEFAULTS = {"timers": {"high": [60.0, 60.0], "medium": [15.0, 15.0], "low": [0.0, 0.0]},
             "thresholds": [1.15, 1.25], "expected_background": 0.5, "preemption": True,
             "restart_s": 30.0, "min_run_s": 120.0, "max_preemptions": 2, "objective": "jct_mean",
-            "tune_seed": None}
+            "tune_seed": None, "sensitivity": "emulated"}
+SOURCES = ("emulated", "modelled")
 CLASSES = ("high", "medium", "low")
 OBJECTIVES = ("jct_mean", "makespan")
 
@@ -76,18 +77,37 @@ def validate(where, raw, error):
     ts = cfg["tune_seed"]
     if ts is not None and (not isinstance(ts, int) or isinstance(ts, bool) or ts < 0):
         raise error(where, "netsens.tune_seed", ts, "a seed (whole number >= 0): the tuner's trace; unset: the spec's own")
+    if cfg["sensitivity"] not in SOURCES:
+        raise error(where, "netsens.sensitivity", cfg["sensitivity"], " | ".join(SOURCES))
     if cfg["objective"] not in OBJECTIVES:
         raise error(where, "netsens.objective", cfg["objective"], " | ".join(OBJECTIVES))
     return cfg
 
 
-def sensitivity(profile, background):
+def modelled_sensitivity(profile, background):
     """Iteration time spread across pods with ``background`` of every fabric link taken, over the
     profile's (consolidated) time. A ring crosses each fabric link once per transfer."""
     cap = profile.reference_gbps * (1 - background)
     t = profile.iteration_ms - profile.up_ms
     t += sum(p.duration_ms * max(1.0, p.gbps / cap) for p in profile.phases)
     return max(1.0, t / profile.iteration_ms)
+
+
+def sensitivity(profile, background, source="emulated"):
+    """The job's sensitivity at ``background``. ``source: emulated``: a built-in model's measured ratio
+    (workloads/sensitivity.yaml); a profile derived from one (another batch size or worker count) gets
+    its modelled value times the model's measured / modelled; a profile of the spec's own, or a model
+    not measured, its modelled value. ``source: modelled``: always the modelled value."""
+    m = modelled_sensitivity(profile, background)
+    if source == "modelled":
+        return m
+    from workloads.profiles import builtins
+    from workloads.sensitivity import emulated_at
+    base = builtins().get(profile.name)
+    measured = emulated_at(profile.name, background) if base is not None and base.source == profile.source else None
+    if measured is None:
+        return m
+    return max(1.0, measured * m / modelled_sensitivity(base, background))
 
 
 def classify(s, thresholds):
@@ -203,7 +223,7 @@ class NetsensPolicy:
             raise ValueError("netsens timers: auto is resolved by the planner before a policy is built "
                              "(harness.schedulers.plan.resolve_timers)")
         bg = spec.background or self.cfg["expected_background"]
-        self.sens = {j.name: sensitivity(spec.profiles[j.model], bg) for j in spec.jobs}
+        self.sens = {j.name: sensitivity(spec.profiles[j.model], bg, self.cfg["sensitivity"]) for j in spec.jobs}
         self.cls = {n: classify(s, self.cfg["thresholds"]) for n, s in self.sens.items()}
         self.started, self.preempted = {}, {}
 

@@ -82,10 +82,10 @@ def spec_with(jobs, scheduler, **extra):
 def test_netsens_classes_and_levels():
     b = builtins()
     # VGG19: 119 of 298 ms at 37 Gbit/s; half of 50 Gbit/s left: that phase takes 119 x 37 / 25 ms
-    assert netsens.sensitivity(b["vgg19"], 0.5) == pytest.approx((179 + 119 * 37 / 25) / 298)
-    assert netsens.classify(netsens.sensitivity(b["roberta"], 0.5), [1.15, 1.25]) == "high"
-    assert netsens.classify(netsens.sensitivity(b["dlrm"], 0.5), [1.15, 1.25]) == "low"
-    assert netsens.sensitivity(b["resnet50"], 0.0) == 1.0
+    assert netsens.modelled_sensitivity(b["vgg19"], 0.5) == pytest.approx((179 + 119 * 37 / 25) / 298)
+    assert netsens.classify(netsens.modelled_sensitivity(b["roberta"], 0.5), [1.15, 1.25]) == "high"
+    assert netsens.classify(netsens.modelled_sensitivity(b["dlrm"], 0.5), [1.15, 1.25]) == "low"
+    assert netsens.modelled_sensitivity(b["resnet50"], 0.0) == 1.0
     lay = netsens.Layout(spec_with([{"name": "a", "model": "vgg19", "workers": 2}], "netsens").topology)
     assert lay.rack_size == 3 and lay.pod_size == 6
     assert lay.level(["h1", "h2"]) == 0 and lay.level(["h1", "h4"]) == 1 and lay.level(["h1", "h13"]) == 2
@@ -183,6 +183,7 @@ def test_tuner_on_a_held_out_trace_judges_other_jobs():
     ({"netsens": {"bogus": 1}}, "netsens.bogus"),
     ({"netsens": {"thresholds": [2, 1]}}, "netsens.thresholds"),
     ({"netsens": {"tune_seed": -1}}, "netsens.tune_seed"),
+    ({"netsens": {"sensitivity": "measured"}}, "netsens.sensitivity"),
     ({"background": {"load": 1.2}}, "background.load"),
 ])
 def test_bad_netsens_keys_name_the_key(bad, msg):
@@ -195,7 +196,59 @@ def test_stored_sensitivity_table_is_current():
     from workloads import derive_sensitivity
     stored = yaml.safe_load(derive_sensitivity.OUT.read_text())
     assert stored == derive_sensitivity.table()       # regenerate with python -m workloads.derive_sensitivity
-    assert stored["models"]["roberta"]["class"] == "high" and stored["models"]["dlrm"]["class"] == "low"
+    assert set(stored["models"]) == set(builtins())
+    assert derive_sensitivity.SET.read_text() == derive_sensitivity.set_file()   # ... --set
+
+
+@pytest.fixture
+def measured_table(monkeypatch):
+    """netsens reads a stand-in emulated table: RoBERTa measured 1.2 at background 0 and 2.0 at 0.5."""
+    from workloads import sensitivity as table
+    monkeypatch.setattr(table, "_EMULATED", {"roberta": ([0.0, 0.5], [1.2, 2.0])})
+
+
+def test_netsens_uses_the_measured_sensitivity(measured_table):
+    b = builtins()
+    assert netsens.sensitivity(b["roberta"], 0.5) == pytest.approx(2.0)
+    assert netsens.sensitivity(b["roberta"], 0.25) == pytest.approx(1.6)       # linear between measured loads
+    assert netsens.sensitivity(b["roberta"], 0.75) == pytest.approx(2.0)       # nearest measured outside them
+    assert netsens.sensitivity(b["roberta"], 0.5, "modelled") == netsens.modelled_sensitivity(b["roberta"], 0.5)
+    assert netsens.sensitivity(b["vgg19"], 0.5) == netsens.modelled_sensitivity(b["vgg19"], 0.5)   # not measured
+    # a derived profile: its modelled value times the model's measured / modelled
+    from workloads.profiles import at_batch
+    big = at_batch(b["roberta"], 48)
+    assert netsens.sensitivity(big, 0.5) == pytest.approx(
+        netsens.modelled_sensitivity(big, 0.5) * 2.0 / netsens.modelled_sensitivity(b["roberta"], 0.5))
+    # a spec's own profile named like a built-in is not the built-in: modelled
+    own = spec_mod.from_mapping({"name": "t", "topology": {"name": "fattree"}, "scheduler": "netsens",
+                                 "profiles": {"roberta": {"iteration_ms": 100, "phases": [
+                                     {"start_ms": 0, "duration_ms": 50, "gbps": 37}]}},
+                                 "jobs": [{"name": "a", "model": "roberta", "workers": 2}]}).profiles["roberta"]
+    assert netsens.sensitivity(own, 0.5) == netsens.modelled_sensitivity(own, 0.5)
+    pol = netsens.NetsensPolicy(spec_with([{"name": "a", "model": "roberta", "workers": 2}], "netsens"))
+    assert pol.sens == {"a": pytest.approx(2.0)}
+    pol = netsens.NetsensPolicy(spec_with([{"name": "a", "model": "roberta", "workers": 2}], "netsens",
+                                          netsens={"sensitivity": "modelled"}))
+    assert pol.sens == {"a": pytest.approx(netsens.modelled_sensitivity(b["roberta"], 0.5))}
+
+
+def test_measured_sensitivities_come_from_the_sets_kept_runs(tmp_path):
+    import json
+    from workloads import derive_sensitivity as ds
+    runs = {("roberta-bg0.5", 0): (200.0, 400.0, True), ("roberta-bg0.5", 1): (200.0, 360.0, True),
+            ("roberta-bg0.5", 2): (100.0, 900.0, False), ("vgg19-bg0", 0): (300.0, 300.0, True)}
+    for (lab, k), (p, q, ok) in runs.items():
+        d = tmp_path / lab / f"consolidate-r{k}"
+        d.mkdir(parents=True)
+        (d / "summary.json").write_text(json.dumps({"fidelity": {"ok": ok}, "jobs": {
+            "packed": {"iteration_ms_mean": p}, "spread": {"iteration_ms_mean": q}}}))
+    got, kept, excluded = ds.measured(tmp_path)
+    assert (kept, excluded) == (3, 1)
+    assert set(got) == {"roberta", "vgg19"}
+    r = got["roberta"]["background_0.5"]
+    assert (r["ratio"], r["runs"], r["excluded"], r["packed_ms"], r["spread_ms"]) == (1.9, 2, 1, 200.0, 380.0)
+    assert r["ci"][0] < 1.9 < r["ci"][1]
+    assert got["vgg19"]["background_0.0"]["ratio"] == 1.0 and got["vgg19"]["background_0.0"]["ci"] is None
 
 
 def test_a_grid_job_late_by_more_than_the_threshold_waits_for_its_next_slot():
