@@ -23,14 +23,14 @@ SPEC = Path(__file__).resolve().parent.parent / "experiments/sim/poisson1000-fat
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--schedulers", default="themis,themis+cassini,pollux,ideal,netsens,consolidate,tiresias")   # random: README
+    ap.add_argument("--schedulers", default="themis,themis+cassini,pollux,ideal,netsens,consolidate,tiresias,random")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--spec", default=str(SPEC))
     ap.add_argument("--publish", metavar="FILE")
     args = ap.parse_args()
     lines = [f"# sim-speed: `{Path(args.spec).name}`, {args.repeats} repeat(s) per scheduler", "",
-             "| scheduler | wall time, mean [95 % interval] | fluid runs | jobs | makespan | mean JCT |",
-             "| --- | --- | --- | --- | --- | --- |"]
+             "| scheduler | wall time, mean [95 % interval] | fluid runs | mean-field runs | jobs | makespan | mean JCT |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for sched in args.schedulers.split(","):
         walls = []
         for _ in range(args.repeats):
@@ -40,7 +40,7 @@ def main():
             walls.append(time.perf_counter() - t)
             print(f"{sched}: {walls[-1]:.1f} s", file=sys.stderr, flush=True)
         row = dict(zip(("m", "m_ci"), mean_ci(walls)))
-        lines.append(f"| {sched} | {fmt(row, 'm', ' s', 1)} | {s['simulator']['fluid_runs']} | {len(s['jobs'])} | "
+        lines.append(f"| {sched} | {fmt(row, 'm', ' s', 1)} | {s['simulator']['fluid_runs']} | {s['simulator']['meanfield_runs']} | {len(s['jobs'])} | "
                      f"{s['totals']['makespan_s']} s | {s['totals']['jct_s_mean']} s |")
     emit_bench("sim-speed", "\n".join(lines) + "\n", args.publish, "python bench/sim_speed.py " + " ".join(sys.argv[1:]))
 

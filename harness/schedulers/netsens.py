@@ -30,6 +30,8 @@ when they restart); a job is preempted at most ``max_preemptions`` times and onl
 at the best level free now, in the fewest racks; never waits, never preempts.
 """
 from harness.schedulers.policy import Decision
+from workloads.profiles import builtins
+from workloads.sensitivity import emulated_at
 
 DEFAULTS = {"timers": {"high": [60.0, 60.0], "medium": [15.0, 15.0], "low": [0.0, 0.0]},
             "thresholds": [1.15, 1.25], "expected_background": 0.5, "preemption": True,
@@ -101,8 +103,6 @@ def sensitivity(profile, background, source="emulated"):
     m = modelled_sensitivity(profile, background)
     if source == "modelled":
         return m
-    from workloads.profiles import builtins
-    from workloads.sensitivity import emulated_at
     base = builtins().get(profile.name)
     measured = emulated_at(profile.name, background) if base is not None and base.source == profile.source else None
     if measured is None:

@@ -29,10 +29,13 @@ from harness.schedulers.netsens import DEFAULTS as NETSENS_DEFAULTS, policy_for
 from harness.schedulers.policy import BasePolicy, aligns, alignment, groups, same_period_group
 from harness.schedulers.reallocation import reallocating
 from harness.schedulers.tiresias import TiresiasPolicy
-from harness.sim import calibration
+from harness.sim import calibration, meanfield
 from harness.schedulers.traffic import link_loads
 from harness.sim.fluid import SimJob, attach_links, simulate
 from workloads.profiles import stretched
+
+
+MEANFIELD_MIN_JOBS = 12    # a component of this many free-running jobs: harness.sim.meanfield, not the fluid run
 
 
 @dataclass
@@ -91,8 +94,9 @@ class Simulator:
         self.delay_ms = path_delays(self.topo)
         self.policy = policy or make_policy(spec, self.routes)
         self.horizon = horizon_iterations
-        self.cache, self._links_cache, self._squeeze_cache = {}, {}, {}
-        self.fluid_runs = 0
+        self.cache, self._links_cache, self._squeeze_cache, self._free_cache = {}, {}, {}, {}
+        self._link_ids, self._cap_arr, self._warm = None, None, {}     # harness.sim.meanfield's
+        self.fluid_runs = self.meanfield_runs = 0
         self.alignment = {}            # job -> its alignment when placed (workloads.timing), as the plan has it
         self.align_min = spec.cassini.get("align_min_score", 0.9)
         # iterations are work at the requested count (reallocation); else a job runs its iterations
@@ -113,6 +117,16 @@ class Simulator:
         j = SimJob(r.job.name, stretched(self.spec.profiles[r.job.model], self._period(r)), list(r.hosts),
                    self.policy.shift(r.job.name), group, alignment=mode)
         return attach_links(j, self.routes, self.delay_ms, self.spec.reference_gbps)
+
+    def _free_simjob(self, r):
+        """A free-running job's arrays for harness.sim.meanfield, kept while it runs on the same hosts."""
+        key = (r.job.name, tuple(r.hosts), self._period(r))
+        if key not in self._free_cache:
+            if self._cap_arr is None:
+                self._link_ids = {l: k for k, l in enumerate(self.capacity)}
+                self._cap_arr = np.array(list(self.capacity.values()), dtype=float)
+            self._free_cache[key] = meanfield.prepare(self._simjob(r, None, "free"), self._link_ids)
+        return self._free_cache[key]
 
     def _links_of(self, r):
         key = (r.job.name, tuple(r.hosts))
@@ -164,6 +178,9 @@ class Simulator:
                 continue
             key = tuple(sorted((n, tuple(running[n].hosts), round(self._shift(n), 3), gid[n], mode[n], period[n])
                                for n in members))
+            if len(members) >= MEANFIELD_MIN_JOBS and all(mode[n] == "free" for n in members):
+                self._meanfield(key, members, running)
+                continue
             out = self.cache.get(key)
             if out is None:
                 jobs = [self._simjob(running[n], gid[n], mode[n]) for n in members]
@@ -182,6 +199,20 @@ class Simulator:
                 r.re_per_it = out.realignments_per_iteration[n]
                 comm = (out.comm_ms or {}).get(n)
                 r.comm_ms = self.spec.profiles[r.job.model].comm_span_ms if comm is None else comm
+
+    def _meanfield(self, key, members, running):
+        out = self.cache.get(key)
+        if out is None:
+            out = meanfield.iteration_times([self._free_simjob(running[n]) for n in members], self._cap_arr,
+                                            warm=self._warm)
+            self._warm.update(out[3])
+            self.cache[key] = out
+            self.meanfield_runs += 1
+        it, marks, comm, _send = out
+        for n in members:
+            r = running[n]
+            r.it_ms, r.marks_per_it, r.re_per_it, r.comm_ms = it[n], marks[n], 0.0, comm[n]
+            r.samples = np.array([r.it_ms])
 
     def _shift(self, name):
         return self.policy.shift(name)
@@ -305,7 +336,8 @@ class Simulator:
             spec.scheduler, spec.name, end, jobs, totals,
             {"ok": True, "notes": ["flow-level simulation (harness.sim): no emulator to keep up"]},
             head={"simulated": True},
-            simulator={"wall_s": round(wall, 3), "fluid_runs": self.fluid_runs, "background_load": self.background,
+            simulator={"wall_s": round(wall, 3), "fluid_runs": self.fluid_runs, "meanfield_runs": self.meanfield_runs,
+                       "background_load": self.background,
                        "epochs": len(epochs), "marks_per_gbit": calibration.MARKS_PER_GBIT,
                        "horizon_iterations": self.horizon,
                        **({"reallocation": self.policy.record()} if hasattr(self.policy, "record") else {})})
