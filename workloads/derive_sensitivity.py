@@ -42,8 +42,6 @@ REPEATS = 3
 PACKED, SPREAD = ["h4", "h5", "h6"], ["h1", "h7", "h13"]    # one rack (edge s2) | three pods
 SCHEDULER = "consolidate"       # keeps pinned hosts; its jobs run free (no re-alignment pauses)
 TRAFFIC_MS, MIN_ITERATIONS = 6000, 12                    # per job and run: about 6 s of profile time
-
-
 PUBLISHED, KIND = {"name": "sensitivity"}, "derive_sensitivity"     # the block --publish replaces
 
 

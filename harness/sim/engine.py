@@ -6,8 +6,9 @@ Events: arrivals, job finishes, policy wake-ups (delay timers). At each event th
 share no link and fit the capacity run at their profile time; each component of link-sharing jobs
 (or a job whose links have less capacity than its phases ask, under background load) is run in the
 fluid model until its iterations are steady, and the job progresses at that rate until the next
-event. Components are cached by (jobs, hosts, shifts, groups): an event recomputes only the
-components it changed.
+event; a component of ``MEANFIELD_MIN_JOBS`` or more free-running jobs runs in harness.sim.meanfield
+instead (the fluid run's cost grows with its size). Components are cached by (jobs, hosts, shifts,
+groups): an event recomputes only the components it changed.
 
 Cluster model (the emulator's): one GPU per host; capacity per directed link = the spec's
 ``reference_gbps``; ``background: {load: b}`` takes b of every switch-to-switch link (the congested
