@@ -30,7 +30,7 @@ from harness import sets
 from harness.errors import UsageError
 from harness.schedulers.netsens import DEFAULTS, classify, modelled_sensitivity
 from workloads.profiles import builtins
-from workloads.sensitivity import TABLE
+from workloads.sensitivity import TABLE, key
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = TABLE                                # workloads/sensitivity.yaml
@@ -96,7 +96,7 @@ def measured(out):
         if not ratios:
             continue
         m, ci = sets.mean_ci(ratios)
-        res.setdefault(model, {})[f"background_{b}"] = {
+        res.setdefault(model, {})[key(b)] = {
             "ratio": round(m, 3), "ci": [round(x, 3) for x in ci] if ci else None, "runs": len(ratios),
             "excluded": out_here, "packed_ms": round(sets.mean_ci(packed)[0], 1),
             "spread_ms": round(sets.mean_ci(spread)[0], 1)}
@@ -116,13 +116,13 @@ def table(emulated=None, provenance=None):
            "emulated_provenance": provenance,
            "thresholds": DEFAULTS["thresholds"], "expected_background": exp, "models": {}}
     for name, prof in sorted(builtins().items()):
-        modelled = {f"background_{b}": round(modelled_sensitivity(prof, b), 4) for b in BACKGROUNDS}
+        modelled = {key(b): round(modelled_sensitivity(prof, b), 4) for b in BACKGROUNDS}
         entry = {"modelled": modelled}
         meas = emulated.get(name)
         if meas:
             entry["emulated"] = meas
-        at = (meas or {}).get(f"background_{exp}")
-        entry["class"] = classify(at["ratio"] if at else modelled[f"background_{exp}"], DEFAULTS["thresholds"])
+        at = (meas or {}).get(key(exp))
+        entry["class"] = classify(at["ratio"] if at else modelled[key(exp)], DEFAULTS["thresholds"])
         entry["class_from"] = "emulated" if at else "modelled"
         out["models"][name] = entry
     return out
@@ -142,9 +142,9 @@ def markdown(tab):
     for name, m in tab["models"].items():
         cells = []
         for b in BACKGROUNDS:
-            e = (m.get("emulated") or {}).get(f"background_{b}")
+            e = (m.get("emulated") or {}).get(key(b))
             ci = f" [{e['ci'][0]:.2f}, {e['ci'][1]:.2f}]" if e and e.get("ci") else ""
-            cells += [f"{e['ratio']:.2f}{ci}" if e else "-", f"{m['modelled'][f'background_{b}']:.2f}"]
+            cells += [f"{e['ratio']:.2f}{ci}" if e else "-", f"{m['modelled'][key(b)]:.2f}"]
         lines.append(f"| {name} | {m['class']} ({m['class_from']}) | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

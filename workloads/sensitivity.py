@@ -11,6 +11,16 @@ TABLE = Path(__file__).resolve().parent / "sensitivity.yaml"
 _EMULATED = None
 
 
+def key(background):
+    """The table's key of a background load: ``background_0.5``."""
+    return f"background_{float(background)}"
+
+
+def load_of(k):
+    """The background load a table key names (the inverse of ``key``)."""
+    return float(k.split("_", 1)[1])
+
+
 def emulated():
     """{model: ([backgrounds], [ratios])} of the models measured in emulation, backgrounds ascending."""
     global _EMULATED
@@ -18,7 +28,7 @@ def emulated():
         raw = yaml.safe_load(TABLE.read_text()) if TABLE.exists() else {}
         _EMULATED = {}
         for name, m in (raw.get("models") or {}).items():
-            pts = sorted((float(k.split("_", 1)[1]), v["ratio"]) for k, v in (m.get("emulated") or {}).items())
+            pts = sorted((load_of(k), v["ratio"]) for k, v in (m.get("emulated") or {}).items())
             if pts:
                 _EMULATED[name] = ([b for b, _ in pts], [r for _, r in pts])
     return _EMULATED

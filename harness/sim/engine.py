@@ -96,7 +96,9 @@ class Simulator:
         self.policy = policy or make_policy(spec, self.routes)
         self.horizon = horizon_iterations
         self.cache, self._links_cache, self._squeeze_cache, self._free_cache = {}, {}, {}, {}
-        self._link_ids, self._cap_arr, self._warm = None, None, {}     # harness.sim.meanfield's
+        # harness.sim.meanfield's: a number per directed link, capacities in that order, last phase times
+        self._link_ids = {l: k for k, l in enumerate(self.capacity)}
+        self._cap_arr, self._warm = np.array(list(self.capacity.values()), dtype=float), {}
         self.fluid_runs = self.meanfield_runs = 0
         self.alignment = {}            # job -> its alignment when placed (workloads.timing), as the plan has it
         self.align_min = spec.cassini.get("align_min_score", 0.9)
@@ -123,9 +125,6 @@ class Simulator:
         """A free-running job's arrays for harness.sim.meanfield, kept while it runs on the same hosts."""
         key = (r.job.name, tuple(r.hosts), self._period(r))
         if key not in self._free_cache:
-            if self._cap_arr is None:
-                self._link_ids = {l: k for k, l in enumerate(self.capacity)}
-                self._cap_arr = np.array(list(self.capacity.values()), dtype=float)
             self._free_cache[key] = meanfield.prepare(self._simjob(r, None, "free"), self._link_ids)
         return self._free_cache[key]
 
