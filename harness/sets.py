@@ -132,6 +132,25 @@ def kept(summary):
     return bool(summary.get("fidelity", {}).get("ok", True))
 
 
+def _summaries(out, name, scheduler, repeats):
+    """({repeat: summary} of the complete runs the exclusion rule keeps, how many it excluded)."""
+    got, excluded = {}, 0
+    for k in range(repeats):
+        f = run_dir(out, name, scheduler, k) / "summary.json"
+        if f.exists():
+            x = json.loads(f.read_text())
+            if kept(x):
+                got[k] = x
+            else:
+                excluded += 1
+    return got, excluded
+
+
+def summaries(out, name, scheduler, repeats):
+    """{repeat: summary} of the kept complete runs of one spec row and scheduler under ``out``."""
+    return _summaries(out, name, scheduler, repeats)[0]
+
+
 def aggregate(st, out):
     """{spec: {"schedulers": {s: {metric: mean over kept repeats, metric + "_ci": [lo, hi], "runs": n,
     "excluded": n}}, "ratios": {"X vs X+cassini": {metric: ratio, metric + "_ci": [lo, hi]}}}} from
@@ -141,16 +160,8 @@ def aggregate(st, out):
         entry = {"schedulers": {}, "ratios": {}}
         by_repeat = {}
         for s in r["schedulers"]:
-            sums, reps, excluded = [], [], 0
-            for k in range(r["repeats"]):
-                f = run_dir(out, r["name"], s, k) / "summary.json"
-                if f.exists():
-                    x = json.loads(f.read_text())
-                    if kept(x):
-                        sums.append(x)
-                        reps.append(k)
-                    else:
-                        excluded += 1
+            got, excluded = _summaries(out, r["name"], s, r["repeats"])
+            reps, sums = list(got), list(got.values())
             if not sums and not excluded:
                 continue
             row = {"runs": len(sums), "excluded": excluded}

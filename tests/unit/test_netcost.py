@@ -1,0 +1,68 @@
+"""harness.netcost: pairing a row at background b with its background-0 twin, the ratios, the CLI."""
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import netcost, sets
+
+SPEC = str(Path(__file__).resolve().parents[2] / "experiments/sim/philly256.yaml")
+TRACE = "{kind: poisson, jobs: 20, load: 1.2, workers: {2: 1}}"
+
+
+def set_file(tmp_path):
+    p = tmp_path / "regimes.yaml"
+    p.write_text(f"""name: regimes
+repeats: 2
+runs:
+  - {{spec: {SPEC}, label: t-bg0, background: 0, schedulers: [consolidate, netsens], set: {{trace: {TRACE}}}}}
+  - {{spec: {SPEC}, label: t-bg0.75, background: 0.75, schedulers: [consolidate, netsens], set: {{trace: {TRACE}}}}}
+  - {{spec: {SPEC}, label: t-bg0.75-tuned, background: 0.75, schedulers: [consolidate, netsens],
+     set: {{trace: {TRACE}, netsens: {{timers: auto}}}}}}
+  - {{spec: {SPEC}, label: other-bg0.75, background: 0.75, schedulers: [consolidate, netsens],
+     set: {{trace: {{kind: poisson, jobs: 20, load: 0.9, workers: {{2: 1}}}}}}}}
+""")
+    return p
+
+
+def put(out, row, sched, k, jct, makespan=100.0, overhead=10.0, ok=True):
+    d = sets.run_dir(out, row, sched, k)
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps({"fidelity": {"ok": ok}, "jobs": {}, "totals": {
+        "jct_s_mean": jct, "makespan_s": makespan, "communication_overhead_s": overhead}}))
+
+
+def test_pairs_each_row_with_its_background_zero_twin_by_repeat(tmp_path):
+    st, out = sets.load_set(set_file(tmp_path)), tmp_path / "out"
+    for k, (c0, cb, nb) in enumerate([(100.0, 150.0, 120.0), (200.0, 260.0, 200.0)]):
+        put(out, "t-bg0", "consolidate", k, c0)
+        put(out, "t-bg0", "netsens", k, c0)
+        for row in ("t-bg0.75", "t-bg0.75-tuned", "other-bg0.75"):
+            put(out, row, "consolidate", k, cb)
+            put(out, row, "netsens", k, nb)
+    rows = {r["row"]: r for r in netcost.table(st, out)}
+    assert set(rows) == {"t-bg0.75", "t-bg0.75-tuned"}      # "other" has another trace: no twin at 0
+    r = rows["t-bg0.75"]
+    assert r["zero_row"] == "t-bg0" and rows["t-bg0.75-tuned"]["zero_row"] == "t-bg0"
+    assert r["cost"]["jct_s_mean"] == pytest.approx((1.5 + 1.3) / 2)      # per-repeat ratios, averaged
+    assert r["gain"]["jct_s_mean"] == pytest.approx((1.25 + 1.3) / 2)
+    assert r["cost"]["pairs"] == 2
+    md = netcost.markdown(st, list(rows.values()))
+    assert "| t-bg0.75 | 0.75 | 2 | 1.40 [" in md
+
+
+def test_a_run_the_fidelity_guard_excluded_is_left_out_of_the_pairs(tmp_path):
+    st, out = sets.load_set(set_file(tmp_path)), tmp_path / "out"
+    for k in range(2):
+        put(out, "t-bg0", "consolidate", k, 100.0, ok=(k == 0))
+        put(out, "t-bg0.75", "consolidate", k, 150.0 + 50 * k)
+        put(out, "t-bg0.75", "netsens", k, 100.0)
+    r = next(x for x in netcost.table(st, out) if x["row"] == "t-bg0.75")
+    assert r["cost"]["pairs"] == 1 and r["cost"]["jct_s_mean"] == pytest.approx(1.5)
+    assert r["gain"]["pairs"] == 2
+
+
+def test_cli_without_results_says_so_in_one_line(tmp_path, capsys):
+    assert netcost.main([str(set_file(tmp_path)), "--out", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("netcost: ") and "background-0 twin" in err[0]
