@@ -101,7 +101,7 @@ class Fabric:
         self.datapath, self.cc, self.log = datapath, cc, log
         self.marker = MARKERS[marker]() if isinstance(marker, str) else marker
         if not getattr(self.marker, "per_job_queues", False) and any(l.params.sharing != "fifo" for l in topo.links):
-            raise EnvError(f"link.sharing fair is built for the bpf ECN marker only, not {self.marker.name}",
+            raise EnvError(f"link.sharing fair and priority are built for the bpf ECN marker only, not {self.marker.name}",
                            "run with --ecn-marker bpf, or link.sharing fifo")
         self.routes = compute_routes(topo, pins)
         self.net = None
@@ -273,7 +273,7 @@ class Fabric:
                 f"ethtool -K {dev} {' '.join(OFFLOADS)} >/dev/null 2>&1 || true",
                 f"sysctl -qw net.ipv4.tcp_ecn=1 net.ipv4.tcp_congestion_control={self.cc}",
                 f"sysctl -qw net.ipv4.tcp_rmem='{HOST_TCP_MEM}' net.ipv4.tcp_wmem='{HOST_TCP_MEM}'",
-                *(" ".join(c) for c in htb_cmds(dev, p)),
+                *(" ".join(c) for c in htb_cmds(dev, p, classes="priority" if p.sharing == "priority" else "fifo")),
                 "ip -batch -",
             ])
             self.in_host(h, script, input=neigh)

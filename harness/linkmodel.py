@@ -36,7 +36,7 @@ QUEUE_MS = 48.0
 QUEUE_K_RATIO = 3
 DEFAULT_RATE_MBPS = 50.0
 DEFAULT_MTU = 9000
-SHARING = ("fifo", "fair")   # link.sharing: the switch egress queue discipline (harness.qdisc.htb_cmds)
+SHARING = ("fifo", "fair", "priority")   # link.sharing: the switch egress queue discipline (harness.qdisc.htb_cmds)
 MTU_RANGE = (576, 9000)
 
 
@@ -54,7 +54,7 @@ class LinkParams:
     queue_bytes: int
     ecn_k_bytes: int
     mtu: int
-    sharing: str = "fifo"     # switch egress: one FIFO | a queue per job (SHARING)
+    sharing: str = "fifo"     # switch egress: one FIFO | a queue per job | a queue per priority (SHARING)
     delay_ms: float = 0.0     # one-way propagation delay, each direction (netem where the kernel has it)
 
     @classmethod
@@ -99,7 +99,8 @@ class LinkParams:
         sharing = link.get("sharing", "fifo")
         if sharing not in SHARING:
             raise LinkError("link.sharing", sharing, "fifo (one queue per switch port, TCP shares it) | fair (a "
-                            "queue per job, selected by the DSCP its agents set, served round-robin)")
+                            "queue per job, selected by the DSCP its agents set, served round-robin) | priority "
+                            "(a queue per flow priority, selected by the DSCP's class selector, most urgent first)")
         base = cls.scaled(link.get("rate_mbps", DEFAULT_RATE_MBPS), mtu=link.get("mtu", DEFAULT_MTU),
                           ecn_k_bytes=link.get("ecn_k_bytes"), queue_bytes=link.get("queue_bytes"),
                           reference_gbps=reference_gbps)

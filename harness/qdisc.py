@@ -4,7 +4,8 @@ Every function that changes the kernel is split in two: ``*_cmds`` returns the a
 (plain data, unit-tested without root) and the caller runs them where the interface lives.
 
 Each interface gets: ``root htb`` -> class ``1:1`` at the link rate -> a child queue (``bfifo``
-holding ``queue_bytes``, or ``red`` for the red marker). A link with a propagation delay
+holding ``queue_bytes``, or ``red`` for the red marker); ``link.sharing`` fair or priority puts
+several leaf classes, each with its bfifo, under ``1:1`` instead (``htb_cmds``). A link with a propagation delay
 (``delay_ms``) gets ``netem`` as the root and the HTB tree under it: packets wait out the delay
 first, then queue and leave at the link rate, so the queue that marks and drops is the real one
 (netem under HTB would hold every packet in flight in the marked queue). Markers are chosen by name
@@ -17,6 +18,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from workloads.wire import PRIORITY_LEVELS
+
 BPF_OBJECT = Path(__file__).resolve().parent / "bpf" / "ecn_marker.o"
 BPF_SOURCE = BPF_OBJECT.with_suffix(".c")
 BPF_PIN_DIR = Path("/sys/fs/bpf/tc/globals")
@@ -24,6 +27,7 @@ BPF_MAPS = ("interleave_ecn_cfg", "interleave_ecn_q")
 
 
 FAIR_CLASSES = 8     # link.sharing fair: a queue per DSCP value modulo 8 (jobs get DSCP 1, 2, ...)
+PRIORITY_FLOOR = 0.01   # link.sharing priority: the rate each level is guaranteed, of the link's
 NETEM_HANDLE = "9:"
 MIN_PACKET_BYTES = 64   # netem's limit counts packets: room for a delay's worth of the smallest
 
@@ -40,9 +44,18 @@ def delay_cmds(dev, params):
             ["parent", NETEM_HANDLE[:-1] + ":1"])
 
 
-def htb_cmds(dev, params, child=None, per_job=False):
-    """Shape ``dev`` to the link rate; ``child`` replaces the default bfifo child queue. With
-    ``per_job`` (link.sharing fair, switch ports): under the link-rate class, FAIR_CLASSES leaf
+def htb_cmds(dev, params, child=None, classes="fifo"):
+    """Shape ``dev`` to the link rate; ``child`` replaces the default bfifo child queue.
+
+    ``classes: priority`` (link.sharing priority; switch ports and hosts): under the link-rate class
+    one leaf per level of workloads.wire.PRIORITY_LEVELS, each guaranteed PRIORITY_FLOOR of the rate
+    and allowed all of it, with HTB ``prio`` = the level: the rate left after the floors goes to the
+    most urgent backlogged level first, so the levels are served in strict priority above the
+    floors. A u32 filter on the DSCP's class selector (workloads.wire.priority_tos) picks the leaf;
+    unmarked traffic and class selectors beyond the levels go to the least urgent one. Each leaf has
+    its own bfifo of queue_bytes; the BPF marker marks on the port's total.
+
+    ``classes: fair`` (link.sharing fair, switch ports): under the link-rate class, FAIR_CLASSES leaf
     classes, each guaranteed an equal share and allowed the whole rate, one quantum (an MTU) per
     round, so backlogged jobs share the link equally (as the paper's DCQCN flows do) and an idle
     job's share goes to the others; a u32 filter on the DSCP's low 3 bits picks the class (DSCP 0
@@ -51,7 +64,9 @@ def htb_cmds(dev, params, child=None, per_job=False):
     rate = f"{params.rate_bps}bit"
     burst = str(params.burst_bytes)
     out, where = delay_cmds(dev, params)
-    if not per_job:
+    if classes == "priority":
+        return out + _priority_cmds(dev, params, where)
+    if classes != "fair":
         child = child or ["bfifo", "limit", str(params.queue_bytes)]
         return out + [
             ["tc", "qdisc", "replace", "dev", dev, *where, "handle", "1:", "htb", "default", "1"],
@@ -75,16 +90,37 @@ def htb_cmds(dev, params, child=None, per_job=False):
     return out
 
 
+def _priority_cmds(dev, params, where):
+    rate, burst = f"{params.rate_bps}bit", str(params.burst_bytes)
+    floor = f"{max(8000, int(params.rate_bps * PRIORITY_FLOOR))}bit"
+    least = f"1:{0x30 + PRIORITY_LEVELS - 1:x}"
+    out = [["tc", "qdisc", "replace", "dev", dev, *where, "handle", "1:", "htb", "default", least[2:]],
+           ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+            "rate", rate, "ceil", rate, "burst", burst, "cburst", burst]]
+    for level in range(PRIORITY_LEVELS):
+        cls = f"1:{0x30 + level:x}"
+        out += [["tc", "class", "replace", "dev", dev, "parent", "1:1", "classid", cls, "htb", "rate", floor,
+                 "ceil", rate, "burst", burst, "cburst", burst, "prio", str(level), "quantum", str(params.mtu + 14)],
+                ["tc", "qdisc", "replace", "dev", dev, "parent", cls, "handle", f"{0x40 + level:x}:", "bfifo",
+                 "limit", str(params.queue_bytes)]]
+        cs = PRIORITY_LEVELS - 1 - level
+        if cs:
+            out.append(["tc", "filter", "replace", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
+                        "handle", f"800::{0x800 + cs:x}", "u32", "match", "ip", "dsfield", f"0x{cs << 5:02x}", "0xe0",
+                        "flowid", cls])
+    return out
+
+
 class BpfMarker:
     """tc clsact-egress BPF program with a virtual queue per interface (harness/bpf/ecn_marker.c)."""
     name = "bpf"
-    per_job_queues = True      # link.sharing fair: htb_cmds(per_job=True) under the program
+    per_job_queues = True      # link.sharing fair / priority: htb_cmds' leaf classes under the program
 
     def __init__(self, obj=BPF_OBJECT, pin_dir=BPF_PIN_DIR):
         self.obj, self.pin_dir = Path(obj), Path(pin_dir)
 
     def queue_cmds(self, dev, params):
-        return htb_cmds(dev, params, per_job=params.sharing == "fair") + [
+        return htb_cmds(dev, params, classes=params.sharing) + [
             ["tc", "qdisc", "replace", "dev", dev, "clsact"],
             ["tc", "filter", "replace", "dev", dev, "egress", "pref", "1", "handle", "1", "bpf", "da",
              "obj", str(self.obj), "sec", "classifier"],
@@ -161,7 +197,7 @@ def parse_red_stats(text):
 class RedMarker:
     """tc RED as the child queue, step marking at K (where the kernel has sch_red)."""
     name = "red"
-    per_job_queues = False     # link.sharing fair is not built with it
+    per_job_queues = False     # link.sharing fair / priority are not built with it
 
     def queue_cmds(self, dev, params):
         k, limit, mtu = params.ecn_k_bytes, params.queue_bytes, params.mtu

@@ -20,7 +20,10 @@ slice when the curve reaches it. The curve already leaves the path its latency, 
 ahead of it: a paced flow arrives between the curve's end and its target unless the network holds
 it longer. A slice whose time has passed (the flow was released late, or congestion held it) goes at
 once: the flow catches up as fast as TCP allows. A flow without a schedule (fair sharing) is sent at
-once and TCP shares the links.
+once and TCP shares the links. A flow with a ``priority`` (link.sharing priority) is sent with that
+priority's DSCP (workloads.wire.priority_tos): its connection's TOS is set before the flow's first
+byte, so the switches' priority queues serve it by its level (bytes of the connection's previous
+flow still in the socket buffer leave with the new TOS).
 
 Output: iteration rows as the agent's (``start`` first op start, ``comm_start`` first flow released
 or received, ``comm_end`` last flow received, ``end`` last op end), and ``<out>.flows`` rows
@@ -30,12 +33,13 @@ received (seconds since ``run_start``; ``target`` empty when not paced).
 import bisect
 import json
 import queue
+import socket
 import struct
 import threading
 
 from workloads import timing
 from workloads.wire import (PACING, PAYLOAD, SLICE, Peers, Stopped, connect_deadline, drain, lateness_ms, now,
-                            recv_exact, send_all, sleep_until)
+                            priority_tos, recv_exact, send_all, sleep_until)
 
 HEADER = struct.Struct("!IIdd")     # step, flow index, step reference (monotonic s), release time
 
@@ -101,6 +105,7 @@ class Worker:
                 self.cv.notify_all()
 
     def _sender(self, sock, q):
+        tos = None
         try:
             while True:
                 item = q.get()
@@ -108,6 +113,11 @@ class Worker:
                     return
                 step, idx, ref, release = item
                 f = self.flows[idx]
+                if f.get("priority") is not None:
+                    want = priority_tos(f["priority"], self.cfg.get("dscp", 0))
+                    if want != tos:
+                        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, want)
+                        tos = want
                 sock.sendall(HEADER.pack(step, idx, ref, release))
                 paced_send(sock, f["bytes"], ref, f.get("schedule"))
         except OSError as exc:

@@ -20,6 +20,18 @@ CONNECT_MARGIN_S = 0.3    # connections done this long before the first slot
 CONNECT_FALLBACK_S = 10.0  # ... or within this long when the first slot is less than a second away
 LATENESS = []             # seconds each timing sleep woke up after its target (the fidelity guard's timers)
 PACING = []               # the same for the pacing sleeps between slices of a flow (reported, not judged)
+PRIORITY_LEVELS = 4       # link.sharing priority: flow priorities 0 (most urgent) .. 3
+
+
+def priority_tos(level, dscp=0):
+    """The TOS byte of a flow at priority ``level`` (0 most urgent) of a job whose DSCP is ``dscp``:
+    the DSCP's class selector (its top 3 bits) is PRIORITY_LEVELS - 1 - level, so unmarked traffic
+    (class selector 0) is the least urgent; the DSCP's low 3 bits (the job's queue under
+    link.sharing fair) are kept. The switches' priority queues read the class selector
+    (harness.qdisc.htb_cmds)."""
+    if not 0 <= level < PRIORITY_LEVELS:
+        raise ValueError(f"priority {level}: 0 .. {PRIORITY_LEVELS - 1}")
+    return (((PRIORITY_LEVELS - 1 - level) << 3) | (dscp & 7)) << 2
 
 
 def precise_sleeps():

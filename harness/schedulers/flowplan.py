@@ -13,6 +13,13 @@ its time shift) under the spec's policy, on the routes the controller pins:
   echelon  each flow follows the echelon schedule (jobs by smallest bottleneck, each flow paced to
            its slot R + d_i, leftover shared).
 
+With ``link.sharing: priority`` (switch and host egress queues per priority, harness.qdisc),
+``echelon`` gives each flow a priority instead of a sending curve (``flow_priorities``: earliest
+offset first over workloads.wire.PRIORITY_LEVELS levels), which its sender carries in the DSCP, and
+sends it at once: measured in emulation, pacing on top of the priorities made every spec slower
+(pacing only holds flows back; results/README.md, issue 17). ``fair`` and ``coflow`` flows stay
+unmarked (one level: the queues behave as one FIFO).
+
 The hosts enforce the decision by pacing each flow along its planned sending curve (fraction of
 bytes sent by each instant, seconds after its step's reference); a flow behind its curve (released
 late, or slowed by congestion) catches up as fast as TCP allows. The model adds the emulated links'
@@ -28,6 +35,7 @@ from harness.errors import require_number
 from harness.sim.flows import JobStep, simulate_steps
 from workloads import echelon, timing
 from workloads.timing import Dilation
+from workloads.wire import PRIORITY_LEVELS
 
 PERIOD_MARGIN = 1.25
 PIPELINE_KEYS = {"schedule": "gpipe", "micro_batches": 8, "forward_ms": None, "backward_ms": None,
@@ -62,6 +70,16 @@ def validate(where, key, block, workers, error):
     if key.endswith("pipeline") and workers < 2:
         raise error(where, key.rsplit(".", 1)[0] + ".workers", workers, ">= 2 stages (one per worker)")
     return out
+
+
+def flow_priorities(e, levels=PRIORITY_LEVELS):
+    """Each flow's priority, 0 the most urgent: its offset d_i (the ideal start of the op that
+    consumes it) in ``levels`` equal bins from the step's earliest to its latest offset, so flows
+    whose consumers come first are served first (earliest deadline first over a few levels)."""
+    lo, hi = min(e.d), max(e.d)
+    if hi - lo <= 0:
+        return [0] * len(e.d)
+    return [min(levels - 1, int(levels * (d - lo) / (hi - lo))) for d in e.d]
 
 
 def hop_latency_s(link):
@@ -136,13 +154,19 @@ def plan(spec, routes, hosts_of, shifts_ms, period=None):
                                                                      spec.flow_scheduler)
     out = {"policy": spec.flow_scheduler, "period_s": period, "hop_latency_s": round(hop_latency_s(spec.link), 6),
            "jobs": {}}
-    paced = spec.flow_scheduler != "fair"
+    prioritized = spec.flow_scheduler == "echelon" and spec.link.sharing == "priority"
+    paced = spec.flow_scheduler != "fair" and not prioritized
+    out["priorities"] = PRIORITY_LEVELS if prioritized else None
+    if prioritized:
+        out["model_note"] = "the flow model has no priority queues: predicted is the paced echelon plan's"
     for j in program_jobs(spec):
         e = step_of(j)
         res = chosen[j.name]
+        prio = flow_priorities(e) if prioritized else [None] * len(e.flows)
         flows = [{"name": f.name, "src": f.src, "dst": f.dst, "bytes": f.bytes, "d_s": d,
                   "target_s": round(float(res["finish_s"][f.name]), 6) if paced else None,
-                  "schedule": res["curve"][f.name] if paced else None} for f, d in zip(e.flows, e.d)]
+                  "schedule": res["curve"][f.name] if paced else None, "priority": p}
+                 for f, d, p in zip(e.flows, e.d, prio)]
         out["jobs"][j.name] = {
             "kind": "pipeline" if j.pipeline else "tensor", "flows": flows,
             "ideal_step_s": round(echelon.step_time(e, {}), 6),

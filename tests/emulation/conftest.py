@@ -6,6 +6,7 @@ remain that was not there before, and every global setting is as it was (tests.h
 Leftovers of a run killed before the session (what ``interleave clean`` removes) are cleaned first:
 otherwise the first test's run would clean them and its leak check would see the change.
 """
+import contextlib
 import os
 
 import pytest
@@ -30,19 +31,17 @@ def no_leaks():
     assert_no_leaks(before, net_state())
 
 
-@pytest.fixture(scope="module")
-def fab():
-    """One dumbbell fabric for a whole module (modules using it override the per-test leak check
-    with a no-op ``no_leaks`` fixture; the leak check runs here, once, at the end). The run lock
-    is released however the fabric's start or stop ends."""
+@contextlib.contextmanager
+def running_fabric(topo):
+    """A started Fabric of ``topo`` under the run lock, stopped and leak-checked on exit; the lock is
+    released however the fabric's start or stop ends."""
     from harness.fabric import Fabric
     from harness.lifecycle import RunLock
-    from topologies import dumbbell
     before = net_state()
     lock = RunLock()
     lock.acquire()
     try:
-        f = Fabric(dumbbell(2), lock.ledger, lock.dir)
+        f = Fabric(topo, lock.ledger, lock.dir)
         try:
             f.start()
             yield f
@@ -51,3 +50,12 @@ def fab():
     finally:
         lock.release()
     assert_no_leaks(before, net_state())
+
+
+@pytest.fixture(scope="module")
+def fab():
+    """One dumbbell fabric for a whole module (modules using it override the per-test leak check
+    with a no-op ``no_leaks`` fixture; the leak check runs here, once, at the end)."""
+    from topologies import dumbbell
+    with running_fabric(dumbbell(2)) as f:
+        yield f

@@ -130,3 +130,30 @@ def test_fixed_cassini_searches_a_shift_that_the_model_prefers():
         spec_mod.from_mapping(raw, "t.yaml")
     with pytest.raises(UsageError, match="fixed\\+cassini only with pipeline or tensor jobs"):
         spec_mod.from_mapping({"scheduler": "fixed+cassini", "jobs": [{"model": "vgg16", "hosts": ["h1", "h2"]}]}, "t.yaml")
+
+
+def test_echelon_on_priority_queues_marks_flows_earliest_offset_first():
+    from workloads.wire import PRIORITY_LEVELS
+    ech = schedule(pipeline_spec("echelon", link={"sharing": "priority"}))["flow_scheduler"]
+    assert ech["priorities"] == PRIORITY_LEVELS
+    flows = ech["jobs"]["a"]["flows"]
+    by = {f["name"]: f for f in flows}
+    # GPipe, 4 stages x 8 micro-batches: activations offset 0-0.36 s, gradients 0.48-1.2 s (bins of 0.3 s)
+    assert by["act:0:0"]["priority"] == 0 and by["grad:1:0"]["priority"] == PRIORITY_LEVELS - 1
+    assert by["act:2:7"]["priority"] == 1 and by["grad:3:7"]["priority"] == 1
+    assert sorted({f["priority"] for f in flows}) == list(range(PRIORITY_LEVELS))
+    assert all(f["schedule"] is None and f["target_s"] is None for f in flows)     # priorities, not pacing
+    for f, g in zip(flows, flows[1:]):
+        if f["d_s"] < g["d_s"]:
+            assert f["priority"] <= g["priority"]
+    # no priorities without priority queues, nor under fair / coflow on them
+    assert all(f["priority"] is None for f in schedule(pipeline_spec("echelon"))["flow_scheduler"]["jobs"]["a"]["flows"])
+    for flow in ("fair", "coflow"):
+        fp = schedule(pipeline_spec(flow, link={"sharing": "priority"}))["flow_scheduler"]
+        assert fp["priorities"] is None and all(f["priority"] is None for f in fp["jobs"]["b"]["flows"])
+
+
+def test_flow_priorities_of_a_step_whose_flows_share_one_offset():
+    from workloads import echelon
+    e = echelon.tensor_parallel("t", 2, 0.04, 1e6, ranks=2)     # two flows, both feeding layer 1
+    assert set(flowplan.flow_priorities(e)) == {0}

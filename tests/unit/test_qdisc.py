@@ -112,3 +112,38 @@ def test_fair_sharing_with_the_red_marker_is_refused_before_anything_is_built(tm
     with pytest.raises(EnvError, match="bpf ECN marker only"):
         Fabric(topo, None, tmp_path, marker="red")
     assert Fabric(topo, None, tmp_path, marker="bpf").net is None      # accepted, nothing built yet
+
+
+def test_priority_sharing_gives_one_leaf_per_level_served_most_urgent_first():
+    from workloads.wire import PRIORITY_LEVELS, priority_tos
+    p = LinkParams.from_spec({"rate_mbps": 50, "sharing": "priority"})
+    cmds = htb_cmds("s1-eth1", p, classes=p.sharing)
+    leaves = [c for c in cmds if c[1] == "class" and c[c.index("parent") + 1] == "1:1"]
+    assert [c[c.index("prio") + 1] for c in leaves] == [str(k) for k in range(PRIORITY_LEVELS)]
+    for c in leaves:                       # a floor each, all of the rate to borrow
+        assert c[c.index("rate") + 1] == "500000bit" and c[c.index("ceil") + 1] == "50000000bit"
+    assert sum(1 for c in cmds if "bfifo" in c) == PRIORITY_LEVELS
+    # the u32 filters read the TOS byte's class selector; each level's TOS lands on its leaf
+    filters = {c[c.index("dsfield") + 1]: c[c.index("flowid") + 1] for c in cmds if c[1] == "filter"}
+    assert all(c[c.index("dsfield") + 2] == "0xe0" for c in cmds if c[1] == "filter")
+    for level in range(PRIORITY_LEVELS):
+        tos = priority_tos(level, dscp=5)
+        leaf = filters.get(f"0x{tos & 0xe0:02x}", "1:" + cmds[0][cmds[0].index("default") + 1])
+        assert leaf == f"1:{0x30 + level:x}"
+    # unmarked traffic (TOS 0: iperf, the connections' headers) is the least urgent
+    assert cmds[0][cmds[0].index("default") + 1] == f"{0x30 + PRIORITY_LEVELS - 1:x}"
+
+
+def test_priority_tos_keeps_the_jobs_low_bits_and_rejects_a_level_out_of_range():
+    from workloads.wire import PRIORITY_LEVELS, priority_tos
+    assert priority_tos(0, dscp=3) == ((PRIORITY_LEVELS - 1) << 3 | 3) << 2
+    assert priority_tos(PRIORITY_LEVELS - 1, dscp=11) == 3 << 2      # class selector 0, low bits of 11
+    with pytest.raises(ValueError):
+        priority_tos(PRIORITY_LEVELS)
+
+
+def test_bpf_marker_builds_the_sharing_the_link_names():
+    for sharing, leaves in (("fifo", 0), ("fair", 8), ("priority", 4)):
+        p = LinkParams.from_spec({"sharing": sharing})
+        cmds = BpfMarker(obj="/x.o").queue_cmds("s1-eth1", p)
+        assert sum(1 for c in cmds if c[1] == "class" and c[c.index("parent") + 1] == "1:1") == leaves
