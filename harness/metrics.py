@@ -11,7 +11,10 @@ consumer's step time, with ``iteration_ms_meaning`` saying so), communication ti
 alone), ``jct_s`` from arrival, ``queue_s``
 from arrival to placement (emulated: to the launch of its agents), ECN marks and their source, the job's timing (``time_shift_ms``, ``alignment``,
 how far its communication started from where its shift put it, re-alignments), preemptions and
-segments. Program jobs add ``PROGRAM_JOB``. Totals (``TOTALS``) are over every job's steady
+segments. Program jobs add ``PROGRAM_JOB`` (``flows_paced`` / ``flows_prioritized``: how many
+flows of the step the flow scheduler carried by pacing and by a priority; the others go unmarked, at
+once). On priority ports (link.sharing priority) an emulated run adds ``ecn_marks_by_priority``
+(``priority_marks``: the marker's marks at the switches per priority level). Totals (``TOTALS``) are over every job's steady
 iterations, plus what preemptions cost (``restarts``, ``restart_gpu_s``: ``restart_cost``).
 Units: ms for iteration times, s for times of the run.
 """
@@ -29,7 +32,8 @@ JOB = {"model": AS_IS, "hosts": AS_IS, "iterations": WHOLE,
        "realignments": WHOLE, "realignments_per_minute": 2,
        "preemptions": WHOLE, "segments": AS_IS}
 PROGRAM_JOB = {"iteration_ms_meaning": AS_IS, "ect_ms_mean": 2, "coflow_ms": 2, "predicted_step_ms": 2,
-               "predicted_ect_ms": 2, "flows": WHOLE, "pacing_error_ms_p50": 2, "pacing_error_rel_p50": 4}
+               "predicted_ect_ms": 2, "flows": WHOLE, "flows_paced": WHOLE, "flows_prioritized": WHOLE,
+               "pacing_error_ms_p50": 2, "pacing_error_rel_p50": 4}
 TOTALS = {"iteration_ms_mean": 2, "iteration_ms_p99": 2, "comm_ms_mean": 2, "ecn_marks": WHOLE,
           "slowdown_mean": 4, "slowdown_p99": 4, "jct_s_mean": 3, "makespan_s": 3, "queue_s_mean": 3,
           "communication_overhead_s": 3, "preemptions": WHOLE, "restarts": WHOLE, "restart_gpu_s": 1,
@@ -68,6 +72,19 @@ def summary(scheduler, spec, duration_s, jobs, totals_, fidelity, **extra):
     """The whole summary.json document (``extra``: the backend's own sections, e.g. ``simulator``)."""
     head = {"scheduler": scheduler, "spec": spec, "duration_s": _value(duration_s, 3)}
     return {**head, **extra.pop("head", {}), "jobs": jobs, "totals": totals_, "fidelity": fidelity, **extra}
+
+
+def priority_marks(counters, levels):
+    """``ecn_marks_by_priority`` of a run: {level: marks} summed over the switch ports that have
+    ``marked_level`` counters (``counters``: {dev: the marker's counters}), with what it counts."""
+    by = [0] * levels
+    for c in counters.values():
+        for lvl, n in enumerate((c.get("marked_level") or [])[:levels]):
+            by[lvl] += int(n)
+    return {"levels": {str(k): n for k, n in enumerate(by)},
+            "meaning": "packets the switches' ECN marker set to CE, per priority level of the DSCP's class "
+                       "selector (0 most urgent; all traffic of the run); a level is marked on the backlog of "
+                       "the levels at least as urgent"}
 
 
 def mean(xs, weights=None):

@@ -128,9 +128,11 @@ class BpfMarker:
 
     @staticmethod
     def config_value(params):
-        """Map value bytes for ecn_cfg: rate_bps, k_bytes, limit_bytes as little-endian u64."""
+        """Map value bytes for ecn_cfg: rate_bps, k_bytes, limit_bytes, levels (priority levels on a
+        link.sharing priority port, else 0) as little-endian u64."""
+        levels = PRIORITY_LEVELS if params.sharing == "priority" else 0
         return b"".join(int(v).to_bytes(8, "little")
-                        for v in (params.rate_bps, params.ecn_k_bytes, params.queue_bytes))
+                        for v in (params.rate_bps, params.ecn_k_bytes, params.queue_bytes, levels))
 
     def config_batch(self, entries):
         """bpftool batch lines writing {ifindex: params} into the config map."""

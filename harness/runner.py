@@ -45,6 +45,7 @@ from topologies import by_name
 from topologies.base import with_background
 from workloads import timing
 from workloads.profiles import dilate, stretched
+from workloads.wire import PRIORITY_LEVELS
 
 REPO = Path(__file__).resolve().parent.parent
 START_LEAD_S = 3.0            # the run's reference instant t0 is this long after its start: the
@@ -248,7 +249,9 @@ class Session:
         self.tm.stop()
         self.idle_samples.append(cpu_idle())
         datapath = fidelity.datapath_delta(self.datapath0, datapath_counters(self.fab))
+        marker = self.fab.marker_counters() if any(l.params.sharing == "priority" for l in self.topo.links) else None
         return {"iters": self.rp.iterations(), "flows": self.rp.flows(), "links": self.tm.links(self.run_start),
+                "marker": marker,
                 "datapath": datapath, "agents": self.rp.summaries(), "started": self.started, "ce0": self.ce0, "ce1": self.ce1,
                 "idle": idle_shares(self.idle_samples), "ce_caught_up": caught_up}
 
@@ -316,6 +319,8 @@ def write_results(spec, plan, work, m, dil, topo):
     summary = summarize(spec, plan, iters, links, m, dil, topo)
     if flows is not None:
         add_step_metrics(summary, plan, iters, flows)
+    if m.get("marker") is not None:
+        summary["ecn_marks_by_priority"] = metrics.priority_marks(m["marker"], PRIORITY_LEVELS)
     (work / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
@@ -345,6 +350,8 @@ def add_step_metrics(summary, plan, iters, flows):
             "comm_ms_profile": None,                     # a step's flows overlap its ops: no span alone
             "ect_ms_mean": metrics.mean(ect), "predicted_step_ms": d["predicted"]["step_s"] * 1000,
             "predicted_ect_ms": d["predicted"]["ect_s"] * 1000, "flows": len(f),
+            "flows_paced": sum(1 for x in d["flows"] if x.get("schedule")),
+            "flows_prioritized": sum(1 for x in d["flows"] if x.get("priority") is not None),
             "pacing_error_ms_p50": float(np.median(err)) if len(err) else None,
             "pacing_error_rel_p50": float(np.median(np.abs(rel))) if len(rel) else None})
         steps_all.extend(steps.tolist())

@@ -15,6 +15,13 @@
  *   interleave_ecn_cfg  ifindex -> {rate_bps, k_bytes, limit_bytes}  written by the harness
  *   interleave_ecn_q    ifindex -> queue state and counters           read by the harness
  * The program never marks on an interface that has no config entry.
+ *
+ * Priority ports (link.sharing priority: cfg.levels > 0, strict-priority HTB leaves picked by the
+ * DSCP's class selector, harness/qdisc.py): a packet of level l (0 most urgent) waits only behind
+ * levels 0..l, and their aggregate drains at the port rate whatever the lower levels hold. So the
+ * program keeps one virtual queue per aggregate (vq[l] = backlog of levels 0..l) and marks a packet
+ * of level l on vq[l]: an urgent flow is not marked for a backlog of less urgent ones. Marks are
+ * also counted per level (marked_level).
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -27,10 +34,13 @@
 
 #define LIBBPF_PIN_BY_NAME 1
 
+#define MAX_LEVELS 8
+
 struct ecn_cfg {
 	__u64 rate_bps;     /* drain rate, bits per second */
 	__u64 k_bytes;      /* marking threshold */
 	__u64 limit_bytes;  /* real queue limit (bfifo) */
+	__u64 levels;       /* 0: one queue; else priority levels (<= MAX_LEVELS) */
 };
 
 struct ecn_q {
@@ -43,6 +53,8 @@ struct ecn_q {
 	__u64 marked;       /* packets set to CE by this program */
 	__u64 above_k_not_ect; /* non-ECT packets seen above K (not markable) */
 	__u64 overflow;     /* packets that would not fit the real queue */
+	__u64 vq[MAX_LEVELS];           /* priority ports: virtual backlog of levels 0..l */
+	__u64 marked_level[MAX_LEVELS]; /* priority ports: marks per level */
 };
 
 struct {
@@ -111,6 +123,25 @@ static __always_inline int ect_of(struct __sk_buff *skb, __u16 proto, __u32 off)
 	return 0;
 }
 
+/* The packet's priority level on a port with ``levels`` levels: class selector cs (the DSCP's top
+ * 3 bits) in 1..levels-1 is level levels-1-cs; anything else (unmarked, beyond) the least urgent. */
+static __always_inline __u32 level_of(struct __sk_buff *skb, __u16 proto, __u32 off, __u64 levels)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	__u8 *p = data + off;
+	__u32 cs = 0;
+	if ((void *)(p + 2) > end)
+		return levels - 1;
+	if (proto == bpf_htons(ETH_P_IP))
+		cs = p[1] >> 5;
+	else if (proto == bpf_htons(ETH_P_IPV6))
+		cs = (p[0] & 0x0f) >> 1;
+	if (cs >= 1 && cs < levels)
+		return levels - 1 - cs;
+	return levels - 1;
+}
+
 SEC("classifier")
 int ecn_mark(struct __sk_buff *skb)
 {
@@ -136,12 +167,18 @@ int ecn_mark(struct __sk_buff *skb)
 	__u64 len = skb->len;
 	__u64 now = bpf_ktime_get_ns();
 	__u64 rate = cfg->rate_bps, k = cfg->k_bytes, limit = cfg->limit_bytes;
+	__u64 levels = cfg->levels > MAX_LEVELS ? MAX_LEVELS : cfg->levels;
+	__u32 lvl = levels ? level_of(skb, proto, sizeof(struct ethhdr), levels) : 0;
+	lvl &= MAX_LEVELS - 1;
 	int mark = 0;
 
 	bpf_spin_lock(&q->lock);
 	if (q->last_ns && now > q->last_ns) {
 		__u64 drained = (now - q->last_ns) * rate / 8000000000ULL;
 		q->backlog = q->backlog > drained ? q->backlog - drained : 0;
+#pragma unroll
+		for (int j = 0; j < MAX_LEVELS; j++)
+			q->vq[j] = q->vq[j] > drained ? q->vq[j] - drained : 0;
 	}
 	q->last_ns = now;
 	q->pkts += 1;
@@ -150,10 +187,19 @@ int ecn_mark(struct __sk_buff *skb)
 		q->overflow += 1;
 	} else {
 		q->backlog += len;
-		if (q->backlog > k) {
+		__u64 seen = q->backlog;
+		if (levels) {
+#pragma unroll
+			for (int j = 0; j < MAX_LEVELS; j++)
+				if (j >= lvl && j < levels)
+					q->vq[j] += len;
+			seen = q->vq[lvl];
+		}
+		if (seen > k) {
 			if (ect) {
 				mark = 1;
 				q->marked += 1;
+				q->marked_level[lvl] += 1;
 			} else {
 				q->above_k_not_ect += 1;
 			}

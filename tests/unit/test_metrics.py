@@ -70,3 +70,12 @@ def test_program_jobs_share_one_schema_too():
     assert all(list(v) == keys for v in sim["jobs"].values())
     assert list(sim["totals"]) == list(metrics.TOTALS)
     assert np.isfinite(sim["totals"]["iteration_ms_mean"])
+
+
+def test_priority_marks_sum_the_switch_ports_per_level():
+    from harness.metrics import priority_marks
+    counters = {"s1-eth1": {"marked": 7, "marked_level": [5, 0, 2, 0, 0, 0, 0, 0]},
+                "s2-eth3": {"marked": 4, "marked_level": [1, 0, 0, 3, 0, 0, 0, 0]},
+                "s3-eth1": {"marked": 9}}                      # a FIFO port: no levels
+    out = priority_marks(counters, 4)
+    assert out["levels"] == {"0": 6, "1": 0, "2": 2, "3": 3} and "most urgent" in out["meaning"]

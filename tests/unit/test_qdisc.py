@@ -31,9 +31,11 @@ def test_bpf_marker_attaches_on_clsact_egress():
 def test_bpf_config_bytes_match_the_c_struct():
     p = LinkParams.default()
     raw = BpfMarker.config_value(p)
-    assert len(raw) == 24
-    rate, k, limit = (int.from_bytes(raw[i:i + 8], "little") for i in (0, 8, 16))
-    assert (rate, k, limit) == (50_000_000, 90_000, 300_000)
+    assert len(raw) == 32
+    rate, k, limit, levels = (int.from_bytes(raw[i:i + 8], "little") for i in (0, 8, 16, 24))
+    assert (rate, k, limit, levels) == (50_000_000, 90_000, 300_000, 0)
+    prio = BpfMarker.config_value(LinkParams.from_spec({"sharing": "priority"}))
+    assert int.from_bytes(prio[24:], "little") == 4
     line = BpfMarker(pin_dir="/p").config_batch({460: p})[0]
     assert line.startswith("map update pinned /p/interleave_ecn_cfg key hex cc 01 00 00 value hex 80 f0 fa 02")
 
