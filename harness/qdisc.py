@@ -53,7 +53,8 @@ def htb_cmds(dev, params, child=None, classes="fifo"):
     most urgent backlogged level first, so the levels are served in strict priority above the
     floors. A u32 filter on the DSCP's class selector (workloads.wire.priority_tos) picks the leaf;
     unmarked traffic and class selectors beyond the levels go to the least urgent one. Each leaf has
-    its own bfifo of queue_bytes; the BPF marker marks on the port's total.
+    its own bfifo of queue_bytes; the BPF marker marks each level on the backlog of the levels at
+    least as urgent (its config's ``levels``, ``BpfMarker.config_value``).
 
     ``classes: fair`` (link.sharing fair, switch ports): under the link-rate class, FAIR_CLASSES leaf
     classes, each guaranteed an equal share and allowed the whole rate, one quantum (an MTU) per
