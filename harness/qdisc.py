@@ -62,54 +62,52 @@ def htb_cmds(dev, params, child=None, classes="fifo"):
     job's share goes to the others; a u32 filter on the DSCP's low 3 bits picks the class (DSCP 0
     traffic, e.g. iperf3, shares class 0 with the 8th job); each leaf has its own bfifo of
     queue_bytes (a job alone keeps the FIFO's room; the BPF marker marks on the port's total)."""
-    rate = f"{params.rate_bps}bit"
-    burst = str(params.burst_bytes)
     out, where = delay_cmds(dev, params)
     if classes == "priority":
-        return out + _priority_cmds(dev, params, where)
+        floor = max(8000, int(params.rate_bps * PRIORITY_FLOOR))
+        out += _root(dev, params, where, f"{0x30 + PRIORITY_LEVELS - 1:x}")
+        for level in range(PRIORITY_LEVELS):
+            cls = f"1:{0x30 + level:x}"
+            out += _leaf(dev, params, cls, f"{0x40 + level:x}:", floor, ["prio", str(level)])
+            cs = PRIORITY_LEVELS - 1 - level
+            if cs:
+                out.append(_dsfield_filter(dev, 0x800 + cs, cs << 5, 0xe0, cls))
+        return out
     if classes != "fair":
         child = child or ["bfifo", "limit", str(params.queue_bytes)]
-        return out + [
-            ["tc", "qdisc", "replace", "dev", dev, *where, "handle", "1:", "htb", "default", "1"],
-            ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
-             "rate", rate, "ceil", rate, "burst", burst, "cburst", burst],
-            ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", *child],
-        ]
-    share = f"{params.rate_bps // FAIR_CLASSES}bit"
-    limit = str(params.queue_bytes)
-    out += [["tc", "qdisc", "replace", "dev", dev, *where, "handle", "1:", "htb", "default", "10"],
-            ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
-             "rate", rate, "ceil", rate, "burst", burst, "cburst", burst]]
+        return out + _root(dev, params, where, "1") + [
+            ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", *child]]
+    out += _root(dev, params, where, "10")
     for c in range(FAIR_CLASSES):
         cls = f"1:{0x10 + c:x}"
-        out += [["tc", "class", "replace", "dev", dev, "parent", "1:1", "classid", cls, "htb", "rate", share,
-                 "ceil", rate, "burst", burst, "cburst", burst, "quantum", str(params.mtu + 14)],
-                ["tc", "qdisc", "replace", "dev", dev, "parent", cls, "handle", f"{0x20 + c:x}:", "bfifo",
-                 "limit", limit],
-                ["tc", "filter", "replace", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "handle",
-                 f"800::{0x800 + c:x}", "u32", "match", "ip", "dsfield", f"0x{c << 2:02x}", "0x1c", "flowid", cls]]
+        out += _leaf(dev, params, cls, f"{0x20 + c:x}:", params.rate_bps // FAIR_CLASSES, [])
+        out.append(_dsfield_filter(dev, 0x800 + c, c << 2, 0x1c, cls))
     return out
 
 
-def _priority_cmds(dev, params, where):
+def _root(dev, params, where, default):
+    """The root HTB (unclassified traffic to class 1:``default``) and its class 1:1 at the link rate."""
     rate, burst = f"{params.rate_bps}bit", str(params.burst_bytes)
-    floor = f"{max(8000, int(params.rate_bps * PRIORITY_FLOOR))}bit"
-    least = f"1:{0x30 + PRIORITY_LEVELS - 1:x}"
-    out = [["tc", "qdisc", "replace", "dev", dev, *where, "handle", "1:", "htb", "default", least[2:]],
-           ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
-            "rate", rate, "ceil", rate, "burst", burst, "cburst", burst]]
-    for level in range(PRIORITY_LEVELS):
-        cls = f"1:{0x30 + level:x}"
-        out += [["tc", "class", "replace", "dev", dev, "parent", "1:1", "classid", cls, "htb", "rate", floor,
-                 "ceil", rate, "burst", burst, "cburst", burst, "prio", str(level), "quantum", str(params.mtu + 14)],
-                ["tc", "qdisc", "replace", "dev", dev, "parent", cls, "handle", f"{0x40 + level:x}:", "bfifo",
-                 "limit", str(params.queue_bytes)]]
-        cs = PRIORITY_LEVELS - 1 - level
-        if cs:
-            out.append(["tc", "filter", "replace", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
-                        "handle", f"800::{0x800 + cs:x}", "u32", "match", "ip", "dsfield", f"0x{cs << 5:02x}", "0xe0",
-                        "flowid", cls])
-    return out
+    return [["tc", "qdisc", "replace", "dev", dev, *where, "handle", "1:", "htb", "default", default],
+            ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+             "rate", rate, "ceil", rate, "burst", burst, "cburst", burst]]
+
+
+def _leaf(dev, params, cls, handle, guaranteed_bps, extra):
+    """A leaf class under 1:1 guaranteed ``guaranteed_bps``, allowed the link rate, one MTU per round,
+    with its own bfifo of queue_bytes."""
+    rate, burst = f"{params.rate_bps}bit", str(params.burst_bytes)
+    return [["tc", "class", "replace", "dev", dev, "parent", "1:1", "classid", cls, "htb", "rate", f"{guaranteed_bps}bit",
+             "ceil", rate, "burst", burst, "cburst", burst, *extra, "quantum", str(params.mtu + 14)],
+            ["tc", "qdisc", "replace", "dev", dev, "parent", cls, "handle", handle, "bfifo",
+             "limit", str(params.queue_bytes)]]
+
+
+def _dsfield_filter(dev, handle, value, mask, cls):
+    """A u32 filter sending IPv4 packets whose TOS byte & ``mask`` == ``value`` to ``cls``."""
+    return ["tc", "filter", "replace", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
+            "handle", f"800::{handle:x}", "u32", "match", "ip", "dsfield", f"0x{value:02x}", f"0x{mask:x}",
+            "flowid", cls]
 
 
 class BpfMarker:

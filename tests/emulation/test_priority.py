@@ -2,9 +2,8 @@
 bottleneck, the one its sender marks most urgent leaves as if alone, the other after it; with the
 same marks on FIFO queues they share the link.
 
-Measured (2026-12-04, 3 fabrics each, 5 steps, nothing else running): priority queues: urgent
-flow 163-167 ms (alone: 160 ms), the other 317-321 ms; FIFO: both 293-319 ms. ECN marks at the
-bottleneck (2 fabrics): urgent level 3 and 15, least urgent 90 and 100."""
+Measured by ``sudo .venv/bin/python bench/priority_queues.py`` (figures in README.md, "Link
+parameters")."""
 import time
 
 import pytest
@@ -47,6 +46,14 @@ def run(fab, tmp_path, steps=6):
     return f.set_index(["step", "flow"]).eval("finish - release").unstack()
 
 
+def marks_between(c0, c1):
+    """({port: marks}, {port: marks per level}) the marker counted between two reads of its counters."""
+    marks = {d: c1[d]["marked"] - c0.get(d, {}).get("marked", 0) for d in c1}
+    levels = {d: [a - b for a, b in zip(c1[d]["marked_level"], c0.get(d, {}).get("marked_level", [0] * 8))]
+              for d in c1}
+    return marks, levels
+
+
 def test_the_urgent_flow_goes_first_on_priority_queues(tmp_path):
     link = LinkParams.from_spec({"sharing": "priority"})
     with running_fabric(dumbbell(2, link)) as fab:
@@ -60,9 +67,7 @@ def test_the_urgent_flow_goes_first_on_priority_queues(tmp_path):
     assert (dur["lo"] >= 1.6 * alone).all() and (dur["lo"] > dur["hi"]).all(), dur.round(4).to_dict()
     # ECN per level: every mark is counted at one level, and the urgent flow's level is marked on its
     # own backlog only, not for the least urgent one's (measured: 3-15 against 90-100 marks)
-    marks = {d: c1[d]["marked"] - c0.get(d, {}).get("marked", 0) for d in c1}
-    levels = {d: [a - b for a, b in zip(c1[d]["marked_level"], c0.get(d, {}).get("marked_level", [0] * 8))]
-              for d in c1}
+    marks, levels = marks_between(c0, c1)
     assert all(sum(levels[d]) == marks[d] for d in c1)
     urgent, least = (sum(levels[d][k] for d in c1) for k in (0, PRIORITY_LEVELS - 1))
     assert least > 0 and urgent < least / 2, {d: v[:PRIORITY_LEVELS] for d, v in levels.items() if marks[d]}
