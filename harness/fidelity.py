@@ -90,6 +90,13 @@ def pooled_p99(lateness):
     """p99 (ms) of the sleeps of all agents together, from their histograms (workloads.wire):
     the upper edge of the bin that holds it (at most one bin, LATE_BIN_MS, above the exact value); the
     latest agent's max when it falls in the last, open bin. None without histograms."""
+    q = pooled_quantiles(lateness, [0.99])
+    return None if q is None else q[0]
+
+
+def pooled_quantiles(lateness, qs):
+    """Quantiles ``qs`` (ms) of the sleeps of all agents together, each the upper edge of the bin
+    of the pooled histograms that holds it (the latest agent's max in the last, open bin)."""
     total, counts = 0, {}
     for lat in lateness:
         if "hist" not in lat:
@@ -99,14 +106,14 @@ def pooled_p99(lateness):
             total += c
     if not total:
         return None
-    rank, seen = 0.99 * total, 0
-    for b in sorted(counts):
-        seen += counts[b]
-        if seen >= rank:
-            if b >= LATE_BINS:
-                return round(max(lat["max"] for lat in lateness), 2)
-            return round((b + 1) * LATE_BIN_MS, 2)
-    return None
+    out, seen, bins = [], 0, iter(sorted(counts))
+    b = None
+    for q in qs:
+        while seen < q * total or b is None:
+            b = next(bins)
+            seen += counts[b]
+        out.append(round(max(lat["max"] for lat in lateness), 2) if b >= LATE_BINS else round((b + 1) * LATE_BIN_MS, 2))
+    return out
 
 
 def verdict(sig):

@@ -12,7 +12,6 @@ per-repeat ratios (harness.sets.ratio_row).
     python -m harness.netcost experiments/sets/netsens-regimes.yaml --out results/netsens-regimes \\
         --publish results/README.md
 """
-import argparse
 import sys
 
 from harness import sets
@@ -62,30 +61,16 @@ def markdown(st, rows):
     return "\n".join(lines) + "\n"
 
 
+def render(st, out):
+    rows = table(st, out)
+    if not rows:
+        raise UsageError(f"{out}: no row of the set at background > 0 has {BASE} and {OTHER} results "
+                         "and a background-0 twin with them")
+    return markdown(st, rows)
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m harness.netcost", description=__doc__.split("\n\n")[0])
-    ap.add_argument("set", help="the set file (YAML)")
-    ap.add_argument("--out", required=True, metavar="DIR", help="the set's simulated results")
-    ap.add_argument("--publish", metavar="FILE", help=f"replace the block <!-- interleave {KIND} <set name> --> ... in FILE")
-    a = ap.parse_args(argv)
-    try:
-        st = sets.load_set(a.set)
-        if a.publish:
-            sets.check_publish(st, a.publish, kind=KIND)
-        rows = table(st, a.out)
-        if not rows:
-            raise UsageError(f"{a.out}: no row of {a.set} at background > 0 has {BASE} and {OTHER} results "
-                             "and a background-0 twin with them")
-    except UsageError as exc:
-        print(f"netcost: {exc}", file=sys.stderr)
-        return 2
-    md = markdown(st, rows)
-    print(md)
-    if a.publish:
-        command = "python -m harness.netcost " + " ".join(argv if argv is not None else sys.argv[1:])
-        sets.publish(st, md, a.publish, command, kind=KIND)
-        print(f"published in {a.publish}")
-    return 0
+    return sets.block_command("harness.netcost", __doc__, KIND, "simulated", render, argv)
 
 
 if __name__ == "__main__":

@@ -441,13 +441,45 @@ def validation(st, emulated, simulated):
              "fidelity guard kept; excluded runs counted).", "",
              "| spec | scheduler | emulated runs kept / excluded | emulated | simulated | simulated - emulated | within |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
-    for r in rows:
-        dev = "-" if r["deviation"] is None else f"{r['deviation']:+.1%}"
-        ok = "-" if r["within"] is None else ("yes" if r["within"] else "no")
-        lines.append(f"| {r['spec']} | {r['scheduler']} | {r['runs']} / {r['excluded']} | "
-                     f"{fmt({'m': r['emulated'], 'm_ci': r['emulated_ci']}, 'm', ' ms', 1)} | "
-                     f"{fmt({'m': r['simulated']}, 'm', ' ms', 1)} | {dev} | {ok} |")
+    lines += [deviation_line(r) for r in rows]
     return "\n".join(lines) + "\n", rows
+
+
+def deviation_line(r):
+    """A table line of a model against emulation: spec, scheduler, runs kept / excluded, emulated mean
+    [interval], the model's (``simulated``), their difference and whether it is within tolerance."""
+    dev = "-" if r["deviation"] is None else f"{r['deviation']:+.1%}"
+    ok = "-" if r["within"] is None else ("yes" if r["within"] else "no")
+    return (f"| {r['spec']} | {r['scheduler']} | {r['runs']} / {r['excluded']} | "
+            f"{fmt({'m': r['emulated'], 'm_ci': r['emulated_ci']}, 'm', ' ms', 1)} | "
+            f"{fmt({'m': r['simulated']}, 'm', ' ms', 1)} | {dev} | {ok} |")
+
+
+def block_command(module, doc, kind, results, render, argv=None):
+    """The command line of a module that reads a set's results and prints (``--publish``: writes
+    into FILE's block ``<!-- interleave KIND <set> -->``) a Markdown table: ``render(st, out)``
+    returns it or raises UsageError (one line, exit status 2)."""
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.split("\n\n")[0])
+    ap.add_argument("set", help="the set file (YAML)")
+    ap.add_argument("--out", required=True, metavar="DIR", help=f"the set's {results} results")
+    ap.add_argument("--publish", metavar="FILE", help=f"replace the block <!-- interleave {kind} <set name> --> ... in FILE")
+    a = ap.parse_args(argv)
+    try:
+        st = load_set(a.set)
+        if a.publish:
+            check_publish(st, a.publish, kind=kind)
+        md = render(st, a.out)
+    except UsageError as exc:
+        print(f"{module.rsplit('.', 1)[-1]}: {exc}", file=sys.stderr)
+        return 2
+    print(md)
+    if a.publish:
+        command = f"python -m {module} " + " ".join(argv if argv is not None else sys.argv[1:])
+        publish(st, md, a.publish, command, kind=kind)
+        print(f"published in {a.publish}")
+    return 0
 
 
 def emit_bench(name, md, target, command):

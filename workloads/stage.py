@@ -20,8 +20,8 @@ slice when the curve reaches it. The curve already leaves the path its latency, 
 ahead of it: a paced flow arrives between the curve's end and its target unless the network holds
 it longer. A slice whose time has passed (the flow was released late, or congestion held it) goes at
 once: the flow catches up as fast as TCP allows. A flow without a schedule (fair sharing) is sent at
-once and TCP shares the links. A flow with a ``priority`` (link.sharing priority) is sent with that
-priority's DSCP (workloads.wire.priority_tos): its connection's TOS is set before the flow's first
+once and TCP shares the links. A flow with a ``priority`` (link.sharing priority; a list: one per
+step of the grid, in turn) is sent with that priority's DSCP (workloads.wire.priority_tos): its connection's TOS is set before the flow's first
 byte, so the switches' priority queues serve it by its level (bytes of the connection's previous
 flow still in the socket buffer leave with the new TOS).
 
@@ -85,15 +85,23 @@ class Worker:
         self.arrived = {}                    # (step, flow) -> (reference, release, start, finish)
         self.cv = threading.Condition()
         self.errors = []
+        self.closed = set()                  # peers that closed their connection after their last flow
         self.queues = {}
 
     def pairs(self):
         return {(f["src"], f["dst"]) for f in self.flows if self.me in (f["src"], f["dst"])}
 
-    def _receiver(self, sock):
+    def _receiver(self, sock, src):
         try:
             while True:
-                step, idx, ref, release = HEADER.unpack(recv_exact(sock, HEADER.size))
+                try:
+                    head = recv_exact(sock, HEADER.size)
+                except Stopped:             # closed between flows: the peer has sent all it will
+                    with self.cv:
+                        self.closed.add(src)
+                        self.cv.notify_all()
+                    return
+                step, idx, ref, release = HEADER.unpack(head)
                 t = now()
                 drain(sock, self.flows[idx]["bytes"])
                 with self.cv:
@@ -113,8 +121,11 @@ class Worker:
                     return
                 step, idx, ref, release = item
                 f = self.flows[idx]
-                if f.get("priority") is not None:
-                    want = priority_tos(f["priority"], self.cfg.get("dscp", 0))
+                prio = f.get("priority")
+                if isinstance(prio, list):          # one level per step, in turn
+                    prio = prio[(step + self.cfg.get("first_slot", 0)) % len(prio)]
+                if prio is not None:
+                    want = priority_tos(prio, self.cfg.get("dscp", 0))
                     if want != tos:
                         sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, want)
                         tos = want
@@ -128,9 +139,11 @@ class Worker:
     def wait_inputs(self, step, inputs):
         with self.cv:
             while not all((step, i) in self.arrived for i in inputs):
-                if self.errors:
+                missing = {self.flows[i]["src"] for i in inputs if (step, i) not in self.arrived}
+                if self.errors or missing & self.closed:
+                    why = self.errors[0] if self.errors else "peer closed"
                     raise ConnectionLost(f"worker {self.me}: step {step}: a peer's connection ended before "
-                                         f"its flows arrived ({self.errors[0]})")
+                                         f"its flows arrived ({why})")
                 self.cv.wait(0.2)
             return [self.arrived[(step, i)] for i in inputs]
 
@@ -144,8 +157,8 @@ def run(cfg, worker, out_path):
     run_start = cfg["run_start"]
     first_start = timing.slot_time(t0, 0.0, cfg.get("first_slot", 0), period)
     peers.connect(deadline=connect_deadline(first_start))
-    for s in peers.inc.values():
-        threading.Thread(target=w._receiver, args=(s,), daemon=True).start()
+    for src, s in peers.inc.items():
+        threading.Thread(target=w._receiver, args=(s, src), daemon=True).start()
     senders = []
     for dst, s in peers.out.items():
         w.queues[dst] = queue.Queue()

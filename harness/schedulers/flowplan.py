@@ -14,16 +14,19 @@ its time shift) under the spec's policy, on the routes the controller pins:
            its slot R + d_i, leftover shared).
 
 With ``link.sharing: priority`` (switch and host egress queues per priority, harness.qdisc),
-``echelon`` gives each flow a priority instead of a sending curve (``flow_priorities``: earliest
-offset first over workloads.wire.PRIORITY_LEVELS levels), which its sender carries in the DSCP, and
-sends it at once: measured in emulation, pacing on top of the priorities made every spec slower
-(pacing only holds flows back; results/README.md, issue 17). ``fair`` and ``coflow`` flows stay
+``echelon`` gives each flow a priority instead of a sending curve (``step_priorities``: the jobs take
+the workloads.wire.PRIORITY_LEVELS levels in order and take turns going first, one step each; within
+a job's levels, earliest offset first), which its sender carries in the DSCP, and sends it at once:
+measured in emulation, pacing on top of the priorities made every spec slower (pacing only holds
+flows back; results/README.md, issue 17). The model plays such a plan with strict priority levels
+(harness.sim.flows, policy ``priority``) over one rotation. ``fair`` and ``coflow`` flows stay
 unmarked (one level: the queues behave as one FIFO).
 
 The hosts enforce the decision by pacing each flow along its planned sending curve (fraction of
 bytes sent by each instant, seconds after its step's reference); a flow behind its curve (released
-late, or slowed by congestion) catches up as fast as TCP allows. The model adds the emulated links'
-per-hop latency to each arrival (``hop_latency_s``). Composing with CASSINI: the jobs'
+late, or slowed by congestion) catches up as fast as TCP allows. The model sees the emulator as calibrated on it
+(``emulator_model``, harness.sim.calibration: shaper bursts, a flow's latency, the agents' late
+wake-ups, averaged over MODEL_SEEDS runs). Composing with CASSINI: the jobs'
 ``time_shift_ms`` (``fixed``) or searched shifts (``fixed+cassini``, ``search_shifts``) shift their
 grids across jobs; pacing works within each job's step. Naming: flows and ops as in
 workloads.echelon; bytes at the reference rate in the plan, scaled to the emulated rate in the
@@ -32,12 +35,14 @@ agents' configs (``agent_config``).
 import math
 
 from harness.errors import require_number
+from harness.sim import calibration
 from harness.sim.flows import JobStep, simulate_steps
 from workloads import echelon, timing
 from workloads.timing import Dilation
 from workloads.wire import PRIORITY_LEVELS
 
 PERIOD_MARGIN = 1.25
+MODEL_SEEDS = 5             # model runs averaged when the agents' timing noise is modelled
 PIPELINE_KEYS = {"schedule": "gpipe", "micro_batches": 8, "forward_ms": None, "backward_ms": None,
                  "activation_mb": None, "gradient_mb": None}
 TENSOR_KEYS = {"layers": 8, "layer_ms": None, "allreduce_mb": None}
@@ -72,24 +77,40 @@ def validate(where, key, block, workers, error):
     return out
 
 
-def flow_priorities(e, levels=PRIORITY_LEVELS):
-    """Each flow's priority, 0 the most urgent: its offset d_i (the ideal start of the op that
-    consumes it) in ``levels`` equal bins from the step's earliest to its latest offset, so flows
-    whose consumers come first are served first (earliest deadline first over a few levels)."""
+def flow_priorities(e, position=0, jobs=1, levels=PRIORITY_LEVELS):
+    """Each flow's priority, 0 the most urgent, for a job at ``position`` (0 first) among ``jobs``
+    program jobs: the jobs take the levels in order (levels // jobs each; jobs share levels when
+    there are more jobs than levels), and within its levels a job's flows go by their offset d_i
+    (the ideal start of the op that consumes them) in equal bins from the step's earliest to its
+    latest offset: EchelonFlow's order across echelons, then earliest deadline first within one."""
+    per = max(1, levels // jobs)
+    base = min(levels - per, position * levels // jobs)
     lo, hi = min(e.d), max(e.d)
     if hi - lo <= 0:
-        return [0] * len(e.d)
-    return [min(levels - 1, int(levels * (d - lo) / (hi - lo))) for d in e.d]
+        return [base] * len(e.d)
+    return [base + min(per - 1, int(per * (d - lo) / (hi - lo))) for d in e.d]
 
 
-def hop_latency_s(link):
-    """Store-and-forward time of one full packet on one emulated link plus the link's propagation
-    delay, added per hop to each flow's arrival in the model. A flow at line rate empties the
-    shaper's token bucket, so its last packet waits a serialization time at every hop: ~8.7 ms over
-    a fat-tree's 6 links at 50 Mbit/s (negligible at the reference rate, not in the scaled-down
-    emulator). The sending curve ends this latency before the target; the hosts pace along the
-    curve (workloads.stage)."""
-    return (link.mtu + 38) * 8 / (link.rate_mbps * 1e6) + link.delay_ms / 1000
+def step_priorities(e, rank, jobs, levels=PRIORITY_LEVELS):
+    """Per step of the grid (step k uses entry k mod ``jobs``), the flows' priorities of the job at
+    ``rank`` among ``jobs``: the jobs' order rotates every step, so that each goes first in turn."""
+    return [flow_priorities(e, (rank - k) % jobs, jobs, levels) for k in range(jobs)]
+
+
+def emulator_model(spec):
+    """The flow model's keywords for the spec's emulated fabric (harness.sim.calibration: fitted to
+    TCP and the agents' timing on the emulator where measured), at the reference rate the plan is
+    made in."""
+    return calibration.emulator_model(spec.link, spec.reference_gbps * 1e9 / spec.link.rate_bps)
+
+
+def simulate(spec, steps, routes, policy):
+    """The flow model's result for ``steps``: with the agents' timing noise in the model, the mean
+    over MODEL_SEEDS runs (step, ECT and coflow time; flows and curves of the first run)."""
+    kw = emulator_model(spec)
+    seeds = MODEL_SEEDS if len(kw["op_lateness_s"]) else 1
+    return _mean_steps([simulate_steps(steps, routes, _capacity(spec), policy, seed=spec.seed * 1000 + i, **kw)
+                        for i in range(seeds)])
 
 
 def step_of(job):
@@ -122,22 +143,32 @@ def grid_period(spec, routes, hosts_of):
     """The step grid: 1.25 x the slowest job's step when every job starts together under fair
     sharing (the same for every flow scheduler and every shift, so they all see the same load)."""
     jobs = program_jobs(spec)
-    fair = simulate_steps([JobStep(j.name, step_of(j), hosts_of[j.name]) for j in jobs], routes, _capacity(spec),
-                          "fair", hop_latency_s=hop_latency_s(spec.link))
+    fair = simulate(spec, [JobStep(j.name, step_of(j), hosts_of[j.name]) for j in jobs], routes, "fair")
     return math.ceil(PERIOD_MARGIN * max(v["step_s"] for v in fair.values()) * 1000) / 1000
 
 
-def steady_steps(spec, routes, hosts_of, shifts_ms, period, policy):
-    """The model's step of every job in the steady state of the grid: each job's step k = 0 between
-    its steps -1 and +1 (which may overlap the other jobs' step 0 when shifted), all under ``policy``.
-    Returns {job: harness.sim.flows result of its step 0}."""
-    steps = []
-    for j in program_jobs(spec):
+def steady_steps(spec, routes, hosts_of, shifts_ms, period, policy, phase=0):
+    """The model's step of every job in the steady state of the grid: each job's step k = ``phase``
+    between its steps k - 1 and k + 1 (which may overlap the other jobs' step k when shifted), all
+    under ``policy`` (``priority``: the flows' levels of ``step_priorities`` for those steps).
+    Returns {job: harness.sim.flows result of its step k}."""
+    steps, jobs = [], program_jobs(spec)
+    for rank, j in enumerate(jobs):
+        e = step_of(j)
+        prio = step_priorities(e, rank, len(jobs))
         for k in (0, 1, 2):                     # start times >= 0: step "0" is the middle one
             start = timing.slot_time(0.0, shifts_ms.get(j.name, 0.0) / 1000, k, period)
-            steps.append(JobStep(j.name if k == 1 else f"{j.name}#{k - 1}", step_of(j), hosts_of[j.name], start))
-    out = simulate_steps(steps, routes, _capacity(spec), policy, hop_latency_s=hop_latency_s(spec.link))
+            steps.append(JobStep(j.name if k == 1 else f"{j.name}#{k - 1}", e, hosts_of[j.name], start,
+                                 prio[(k - 1 + phase) % len(jobs)] if policy == "priority" else None))
+    out = simulate(spec, steps, routes, policy)
     return {j.name: out[j.name] for j in program_jobs(spec)}
+
+
+def _mean_steps(runs):
+    """Per job, the step, ECT and coflow time averaged over several model runs (the first run's
+    flows and curves)."""
+    return {name: {**runs[0][name], **{k: sum(r[name][k] for r in runs) / len(runs)
+                                       for k in ("step_s", "ect_s", "coflow_s")}} for name in runs[0]}
 
 
 def program_jobs(spec):
@@ -150,22 +181,32 @@ def plan(spec, routes, hosts_of, shifts_ms, period=None):
     fair sharing) and the model's predicted step and ECT under the chosen policy and under fair sharing."""
     period = period or grid_period(spec, routes, hosts_of)
     fair = steady_steps(spec, routes, hosts_of, shifts_ms, period, "fair")
-    chosen = fair if spec.flow_scheduler == "fair" else steady_steps(spec, routes, hosts_of, shifts_ms, period,
-                                                                     spec.flow_scheduler)
-    out = {"policy": spec.flow_scheduler, "period_s": period, "hop_latency_s": round(hop_latency_s(spec.link), 6),
-           "jobs": {}}
     prioritized = spec.flow_scheduler == "echelon" and spec.link.sharing == "priority"
+    if prioritized:         # the jobs' order rotates per step: the prediction is the mean over one rotation
+        chosen = _mean_steps([steady_steps(spec, routes, hosts_of, shifts_ms, period, "priority", phase)
+                              for phase in range(len(program_jobs(spec)))])
+    else:
+        chosen = fair if spec.flow_scheduler == "fair" else steady_steps(spec, routes, hosts_of, shifts_ms, period,
+                                                                         spec.flow_scheduler)
+    lm = emulator_model(spec)
+    out = {"policy": spec.flow_scheduler, "period_s": period, "hop_latency_s": round(lm["hop_latency_s"], 6),
+           "model": {"flow_latency_s": round(lm["flow_latency_s"], 6),
+                     "burst_bytes": round(lm["burst_bytes"] / (spec.reference_gbps * 1e9 / spec.link.rate_bps)),
+                     "op_lateness_ms_mean": round(1000 * sum(lm["op_lateness_s"]) / max(1, len(lm["op_lateness_s"])), 3),
+                     "seeds": MODEL_SEEDS if len(lm["op_lateness_s"]) else 1,
+                     "calibrated": spec.link.sharing in calibration.LINK_MODEL,
+                     "source": "harness.sim.calibration (bench/tcp_sharing.py)"},
+           "jobs": {}}
     paced = spec.flow_scheduler != "fair" and not prioritized
     out["priorities"] = PRIORITY_LEVELS if prioritized else None
-    if prioritized:
-        out["model_note"] = "the flow model has no priority queues: predicted is the paced echelon plan's"
-    for j in program_jobs(spec):
+    jobs = program_jobs(spec)
+    for rank, j in enumerate(jobs):
         e = step_of(j)
         res = chosen[j.name]
-        prio = flow_priorities(e) if prioritized else [None] * len(e.flows)
+        prio = list(zip(*step_priorities(e, rank, len(jobs)))) if prioritized else [None] * len(e.flows)
         flows = [{"name": f.name, "src": f.src, "dst": f.dst, "bytes": f.bytes, "d_s": d,
                   "target_s": round(float(res["finish_s"][f.name]), 6) if paced else None,
-                  "schedule": res["curve"][f.name] if paced else None, "priority": p}
+                  "schedule": res["curve"][f.name] if paced else None, "priority": None if p is None else list(p)}
                  for f, d, p in zip(e.flows, e.d, prio)]
         out["jobs"][j.name] = {
             "kind": "pipeline" if j.pipeline else "tensor", "flows": flows,

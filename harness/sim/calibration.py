@@ -1,4 +1,5 @@
-"""Constants of the simulator measured on the emulator, with the command that measured each.
+"""Constants of the simulator measured on the emulator, with the command that measured each, and the
+flow model's view of an emulated link (``link_model``).
 
 MARKS_PER_GBIT: ECN-marked packets per Gbit (reference units) sent through a link whose offered
 load exceeds its capacity. Measured with ``sudo make demo`` / the reproduction set's demo runs
@@ -7,5 +8,38 @@ marked 2335, 1178 and 2726 packets over 200 iterations (10.4 per iteration); the
 25.6 Gbit x ms / 1000 per iteration through overloaded links for that case, so 10.4 / 25.6 = 0.41.
 The unit is the emulator's packets (the fabric runs at 1/1000 of the reference rate): simulated
 marks are comparable with emulated ones, and only as an order of magnitude.
+
+LINK_MODEL: per queue sharing (harness.linkmodel.SHARING), the two parameters of the flow model's
+link (harness.sim.flows) fitted to TCP over the emulated fat-tree by ``sudo .venv/bin/python
+bench/tcp_sharing.py`` (50 Mbit/s, 9000-byte MTU; figures in results/README.md, issue 17):
+``burst`` is what a new flow sends at once through the shapers' token buckets, as a multiple of the
+shaper's burst (LinkParams.burst_bytes); ``flow_latency_s`` a flow's fixed cost. Without them (a
+sharing not measured) the model adds one packet of store-and-forward per hop and no burst, which
+the benchmark shows to be pessimistic.
 """
 MARKS_PER_GBIT = 0.41
+# fitted on 2026-12-04, 30 steps per scenario, nothing else running: fifo 32 KB and 2.1 ms, priority
+# 40 KB and 2.8 ms, the shaper's burst being 27,042 bytes (3 MTU at 9000 bytes); the agents' sleeps
+# (3480) late by 0.09 ms on average, p99 0.25 ms. Two shorter runs (12 steps) fitted 30-48 KB and
+# 1.4-3.7 ms (fifo), 38-44 KB and 2.8-3.4 ms (priority): the two parameters trade off.
+LINK_MODEL = {"fifo": {"burst": 1.183, "flow_latency_s": 0.0021},
+              "priority": {"burst": 1.479, "flow_latency_s": 0.0028}}
+OP_LATENESS_MS = (0.05,) * 10 + (0.1,) * 6 + (0.15,) * 3 + (0.2,)    # 20 equally likely quantiles
+
+
+def hop_latency_s(link):
+    """Store-and-forward time of one full packet on one emulated link plus the link's propagation
+    delay: the uncalibrated model's cost per hop of a flow's last packet."""
+    return (link.mtu + 38) * 8 / (link.rate_mbps * 1e6) + link.delay_ms / 1000
+
+
+def emulator_model(link, scale=1.0, calibrated=True):
+    """``harness.sim.flows.simulate_steps``'s keywords for the emulator with ``link`` (a
+    LinkParams) on every link; ``scale``: simulated bytes per emulated byte (the reference rate
+    over the emulated one)."""
+    fit = LINK_MODEL.get(link.sharing) if calibrated else None
+    if fit is None:
+        return {"hop_latency_s": hop_latency_s(link), "flow_latency_s": 0.0, "burst_bytes": 0.0, "op_lateness_s": ()}
+    return {"hop_latency_s": link.delay_ms / 1000, "flow_latency_s": fit["flow_latency_s"],
+            "burst_bytes": fit["burst"] * link.burst_bytes * scale,
+            "op_lateness_s": [x / 1000 for x in OP_LATENESS_MS]}

@@ -14,15 +14,21 @@ bytes converted), among the flows at the head of their connection:
            which every released flow could still meet its slot (R = max_i(now + rem_i / path_i - d_i)),
            and flow i gets just rem_i / (R + d_i - now) (earliest slot first, within what is left);
            leftover shared fairly (finishing early never hurts the consumer).
-Results per job: step time (consumer), ECT = max_i(F_i - d_i) with F relative to the job's start,
-coflow completion, and each flow's finish.
+  priority (switch priority queues) strict priority by each flow's level, per-flow max-min within one.
+The emulator's own behaviour, where calibrated (harness.sim.calibration): the shapers' token
+buckets (a new flow sends their burst at once), a flow's fixed latency, compute ops lengthened by
+the agents' late wake-ups. Results per job: step time (consumer), ECT = max_i(F_i - d_i) with F
+relative to the job's start, coflow completion, and each flow's finish. ``model_flow_times``: the
+benchmark's scenarios (flows released together) in the model (bench/tcp_sharing.py).
 """
 from dataclasses import dataclass
 
 import numpy as np
 
 from harness.routing import directed_links
+from harness.sim import calibration
 from harness.sim.fluid import maxmin_matrix
+from workloads import echelon
 
 POLICIES = ("fair", "coflow", "echelon")
 EPS = 1e-12
@@ -34,21 +40,32 @@ class JobStep:
     e: object           # workloads.echelon.EchelonFlow
     hosts: list         # rank/stage index -> host
     start_s: float = 0.0
+    priorities: list = None   # per flow, 0 the most urgent (policy "priority"); None: all least urgent
 
 
-def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0, hop_latency_s=0.0):
-    """One step of each job; ``hop_latency_s`` per link of a flow's path is added to its arrival
-    (store-and-forward of the last packet: what an emulated link at a scaled-down rate costs)."""
-    if policy not in POLICIES:
+def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0, hop_latency_s=0.0,
+                   flow_latency_s=0.0, burst_bytes=0.0, op_lateness_s=(), seed=0):
+    """One step of each job. ``hop_latency_s`` per link of a flow's path and ``flow_latency_s`` once
+    are added to its arrival; ``burst_bytes`` (bytes at the simulated rate) is each link's token
+    bucket: a flow that becomes its connection's head sends that much of its bytes at once while
+    every link of its path has the tokens, as the emulator's shapers let it (harness.qdisc: HTB
+    burst); a link's bucket refills with the capacity its flows leave unused. Policy ``priority``:
+    strict priority by ``JobStep.priorities`` at every link, per-flow max-min fair within a level
+    (the switches' priority queues, link.sharing priority). ``op_lateness_s``: equally likely
+    values (s) one of which, drawn with ``seed``, lengthens each compute op (the emulator's agents
+    wake late from the sleep that times an op)."""
+    if policy not in POLICIES + ("priority",):
         raise ValueError(f"flow_scheduler {policy!r}: one of {', '.join(POLICIES)}")
-    return _Steps(steps, routes, capacity_gbps, policy, max_s, hop_latency_s).run()
+    return _Steps(steps, routes, capacity_gbps, policy, max_s, hop_latency_s, flow_latency_s, burst_bytes,
+                  op_lateness_s, seed).run()
 
 
 class _Steps:
     """The event loop of ``simulate_steps``: flows (released when their producing op ends, one per
     connection at a time) at the policy's rates, ops started when their inputs arrived."""
 
-    def __init__(self, steps, routes, capacity_gbps, policy, max_s, hop_latency_s):
+    def __init__(self, steps, routes, capacity_gbps, policy, max_s, hop_latency_s, flow_latency_s, burst_bytes,
+                 op_lateness_s, seed):
         self.steps, self.policy, self.max_s = steps, policy, max_s
         flows, fpath = [], []
         for j in steps:
@@ -69,7 +86,12 @@ class _Steps:
         self.released = np.full(len(flows), np.nan)
         self.sent = np.full(len(flows), np.nan)          # last byte sent
         self.finished = np.full(len(flows), np.nan)      # last byte arrived
-        self.lat = np.array([hop_latency_s * len(p) for p in fpath])
+        self.lat = np.array([hop_latency_s * len(p) + (flow_latency_s if p else 0.0) for p in fpath])
+        self.burst = float(burst_bytes)
+        self.late, self.rng = np.asarray(op_lateness_s, dtype=float), np.random.default_rng(seed)
+        self.tokens = np.full(len(links), self.burst)
+        self.bursted = np.zeros(len(flows), dtype=bool)
+        self.level = np.array([(j.priorities[k] if j.priorities is not None else np.inf) for j, k, _f in flows])
         self.curve = [[] for _ in flows]                 # (t, bytes sent) at every rate change
         self.by_job = {}
         for i, (j, k, f) in enumerate(flows):
@@ -111,6 +133,8 @@ class _Steps:
                     if s["free"][r] > now + EPS:
                         break
                     s["start"][op] = now
+                    if len(self.late):
+                        dur += float(self.late[self.rng.integers(len(self.late))])
                     s["running"][r] = (op, now + dur)
                     s["pos"][r] += 1
 
@@ -147,6 +171,13 @@ class _Steps:
         if self.policy == "fair":
             r[act] = maxmin_matrix(m[act], np.full(len(act), np.inf), cap)
             return r
+        if self.policy == "priority":
+            left = cap.copy()
+            for lv in sorted(set(self.level[act])):
+                ix = act[self.level[act] == lv]
+                r[ix] = maxmin_matrix(m[ix], np.full(len(ix), np.inf), np.maximum(left, 0.0))
+                left -= r[ix] @ m[ix]
+            return r
         left = cap.copy()
         jobs = {}
         for i in act:
@@ -175,6 +206,37 @@ class _Steps:
         r[act] += extra
         return r
 
+    def take_bursts(self, t):
+        """Flows that just became their connection's head send up to the tokens of their path at
+        once; flows starting together on a link split its tokens equally."""
+        if self.burst <= 0:
+            return
+        new = np.array([i for i in self.active() if not self.bursted[i]], dtype=int)
+        if not len(new):
+            return
+        self.bursted[new] = True
+        m = self.m[new]
+        n_on = m.sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(n_on > 0, self.tokens / np.maximum(n_on, 1), np.inf)
+        for row, i in enumerate(new):
+            on = m[row] > 0
+            chunk = min(self.rem[i], float(share[on].min()) if on.any() else 0.0)
+            if chunk <= 0:
+                continue
+            self.curve[i].append((t, self.size[i] - self.rem[i]))
+            self.rem[i] -= chunk
+            self.tokens[on] -= chunk
+            self.curve[i].append((t, self.size[i] - self.rem[i]))
+        self.mark_sent(t)
+
+    def mark_sent(self, t):
+        # done when under a billionth of the flow is left: a smaller step may not advance t at all
+        rem, size = self.rem, self.size
+        newly = np.where(~np.isnan(self.released) & np.isnan(self.sent) & (rem <= 1e-9 * size + 1e-3))[0]
+        self.sent[newly] = t
+        self.finished[newly] = t + self.lat[newly]
+
     def done(self):
         st = self.st
         return all(all(st[j.name]["pos"][r] >= len(seq) and not st[j.name]["running"].get(r)
@@ -202,6 +264,10 @@ class _Steps:
             self.release(t)
             self.start_ops(t)
             self.release(t)
+            self.take_bursts(t)
+            self.start_ops(t)           # an input that arrived whole in a burst
+            self.release(t)
+            self.take_bursts(t)
             if self.done() or t > self.max_s:
                 break
             r = self.rates(t)
@@ -216,13 +282,12 @@ class _Steps:
                 if not curve[i] or curve[i][-1][0] < t:
                     curve[i].append((t, size[i] - rem[i]))
             rem[:] = np.maximum(rem - r * dt, 0.0)
+            if self.burst > 0:
+                self.tokens = np.minimum(self.burst, self.tokens + (self.cap - r @ self.m) * dt)
             for i in act:
                 curve[i].append((t_next, size[i] - rem[i]))
             t = t_next
-            # done when under a billionth of the flow is left: a smaller step may not advance t at all
-            newly = np.where(~np.isnan(self.released) & np.isnan(self.sent) & (rem <= 1e-9 * size + 1e-3))[0]
-            self.sent[newly] = t
-            self.finished[newly] = t + self.lat[newly]
+            self.mark_sent(t)
         return self.result()
 
     def result(self):
@@ -252,3 +317,25 @@ def _points(curve, t0, size):
         elif not out or p != out[-1]:
             out.append(p)
     return out
+
+
+def model_flow_times(flows, routes, link, burst_bytes, flow_latency_s, store_and_forward=False):
+    """The flow model's time (release to arrival, s) of each of ``flows`` [(src host, dst host,
+    bytes)] released together at the emulated rate, fair sharing: what bench/tcp_sharing.py
+    measures in emulation."""
+    hosts = list(dict.fromkeys([f[0] for f in flows] + [f[1] for f in flows]))
+    w = {h: i for i, h in enumerate(hosts)}
+    fl, ops, order = [], {}, {}
+    for i, (s, d, b) in enumerate(flows):
+        fl.append(echelon.Flow(f"f{i}", w[s], w[d], b, after=f"S{i}", feeds=f"R{w[d]}"))
+        ops[f"S{i}"] = (w[s], 0.001, [])
+        order.setdefault(w[s], []).append(f"S{i}")
+    for d in dict.fromkeys(f[1] for f in flows):
+        ops[f"R{w[d]}"] = (w[d], 0.001, [])
+        order[w[d]] = [f"R{w[d]}"]
+    e = echelon.EchelonFlow("cal", 0, fl, [0.0] * len(fl), ops, order)
+    cap = {l: link.rate_mbps / 1000 for p in routes.values() for l in directed_links(p)}
+    res = simulate_steps([JobStep("cal", e, hosts)], routes, cap, "fair",
+                         hop_latency_s=calibration.hop_latency_s(link) if store_and_forward else link.delay_ms / 1000,
+                         flow_latency_s=flow_latency_s, burst_bytes=burst_bytes)["cal"]
+    return [res["finish_s"][f.name] - res["release_s"][f.name] for f in fl]

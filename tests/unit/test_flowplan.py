@@ -86,9 +86,10 @@ def test_plan_paces_only_under_coflow_and_echelon():
     for f in ech["jobs"]["a"]["flows"]:
         assert f["schedule"][-1][1] == 1.0 and f["target_s"] >= f["schedule"][-1][0]
     assert ech["jobs"]["a"]["predicted"]["step_s"] >= ech["jobs"]["a"]["ideal_step_s"]
-    # the grid leaves room: 1.25 x the slowest step under fair sharing
+    # the grid leaves room: 1.25 x the slowest step under fair sharing (the grid is set on one step
+    # per job, the prediction is the steady state's: the model's late wake-ups are drawn anew)
     slowest = max(v["predicted"]["step_s"] for v in fair["jobs"].values())
-    assert fair["period_s"] == pytest.approx(1.25 * slowest, abs=1e-3)
+    assert fair["period_s"] == pytest.approx(1.25 * slowest, rel=0.01)
 
 
 def test_agent_config_scales_bytes_and_dilates_time():
@@ -132,18 +133,20 @@ def test_fixed_cassini_searches_a_shift_that_the_model_prefers():
         spec_mod.from_mapping({"scheduler": "fixed+cassini", "jobs": [{"model": "vgg16", "hosts": ["h1", "h2"]}]}, "t.yaml")
 
 
-def test_echelon_on_priority_queues_marks_flows_earliest_offset_first():
+def test_echelon_on_priority_queues_orders_the_jobs_then_their_flows_by_offset():
     from workloads.wire import PRIORITY_LEVELS
     ech = schedule(pipeline_spec("echelon", link={"sharing": "priority"}))["flow_scheduler"]
     assert ech["priorities"] == PRIORITY_LEVELS
-    flows = ech["jobs"]["a"]["flows"]
-    by = {f["name"]: f for f in flows}
-    # GPipe, 4 stages x 8 micro-batches: activations offset 0-0.36 s, gradients 0.48-1.2 s (bins of 0.3 s)
-    assert by["act:0:0"]["priority"] == 0 and by["grad:1:0"]["priority"] == PRIORITY_LEVELS - 1
-    assert by["act:2:7"]["priority"] == 1 and by["grad:3:7"]["priority"] == 1
-    assert sorted({f["priority"] for f in flows}) == list(range(PRIORITY_LEVELS))
-    assert all(f["schedule"] is None and f["target_s"] is None for f in flows)     # priorities, not pacing
-    for f, g in zip(flows, flows[1:]):
+    a, b = ({f["name"]: f for f in ech["jobs"][j]["flows"]} for j in ("a", "b"))
+    # two jobs on four levels: the job going first in a step takes levels 0-1, the other 2-3, and
+    # they take turns (one level per step of the grid, in turn)
+    assert a["act:0:0"]["priority"] == [0, 2] and b["act:0:0"]["priority"] == [2, 0]
+    # within its two levels a job's flows go by offset: GPipe, 4 stages x 8 micro-batches, activations
+    # offset 0-0.36 s and gradients 0.48-1.2 s, bins of 0.6 s
+    assert a["grad:1:0"]["priority"] == [1, 3] and a["grad:3:7"]["priority"] == [0, 2]
+    assert {p for f in a.values() for p in f["priority"]} == set(range(PRIORITY_LEVELS))
+    assert all(f["schedule"] is None and f["target_s"] is None for f in a.values())     # priorities, not pacing
+    for f, g in zip(ech["jobs"]["a"]["flows"], ech["jobs"]["a"]["flows"][1:]):
         if f["d_s"] < g["d_s"]:
             assert f["priority"] <= g["priority"]
     # no priorities without priority queues, nor under fair / coflow on them
@@ -157,3 +160,13 @@ def test_flow_priorities_of_a_step_whose_flows_share_one_offset():
     from workloads import echelon
     e = echelon.tensor_parallel("t", 2, 0.04, 1e6, ranks=2)     # two flows, both feeding layer 1
     assert set(flowplan.flow_priorities(e)) == {0}
+    assert set(flowplan.flow_priorities(e, position=1, jobs=2)) == {2}
+
+
+def test_more_jobs_than_levels_share_levels_in_order():
+    from workloads import echelon
+    e = echelon.tensor_parallel("t", 3, 0.04, 1e6, ranks=2)
+    firsts = [flowplan.flow_priorities(e, position=k, jobs=5, levels=4)[0] for k in range(5)]
+    assert firsts == [0, 0, 1, 2, 3]
+    rot = flowplan.step_priorities(e, rank=1, jobs=3)
+    assert [r[0] for r in rot] == [1, 0, 2]       # step k: the job at rank k goes first

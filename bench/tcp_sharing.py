@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""TCP over the emulated fabric against the flow model (harness.sim.flows): the calibration of the
+model's link (issue 17). On the 24-host fat-tree at the echelon specs' link (50 Mbit/s, 9000-byte
+MTU), per queue sharing (fifo, priority), it times flows released together (finish - release, as
+workloads.stage reports them): one flow alone over 2 and 6 hops at sizes 10 KB-640 KB, two flows
+sharing a path's fabric links (40 KB and 160 KB each), three flows into one host (160 KB each),
+two such pairs at once (eight agents, as in the echelon specs).
+Every agent's sleep lateness (workloads.wire: how late it woke from the sleep that times an op) is
+pooled into 20 quantiles: the model lengthens each compute op by one of them, drawn at random.
+It then fits the model's two link parameters to every flow time: ``burst_bytes`` (what a flow sends
+at once through the shapers' token buckets) and ``flow_latency_s`` (a flow's fixed cost: connection
+wake-up, the last packet's store-and-forward), by least squares over a grid, and prints per
+scenario the measured median and the model's time with the fitted and with the uncalibrated link
+(no burst, one packet of store-and-forward per hop). The fitted values are
+harness.sim.calibration.LINK_MODEL and OP_LATENESS_MS.
+
+  sudo .venv/bin/python bench/tcp_sharing.py [--steps 12] [--out results/calibration/tcp_sharing.json]
+      [--publish results/README.md]      (--report-only: render --out's measurements again)
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness.linkmodel import LinkParams  # noqa: E402
+from harness.sim.flows import model_flow_times  # noqa: E402
+from harness.spec import Job  # noqa: E402
+from topologies import fattree  # noqa: E402
+
+KB = 1000
+# (name, [(src host, dst host, bytes)]): flows released together each step
+SCENARIOS = ([(f"alone 6 hops {s} KB", [("h1", "h7", s * KB)]) for s in (10, 20, 40, 80, 160, 320, 640)]
+             + [(f"alone 2 hops {s} KB", [("h1", "h2", s * KB)]) for s in (40, 160)]
+             + [(f"pair {s} KB", [("h1", "h7", s * KB), ("h2", "h8", s * KB)]) for s in (40, 160)]
+             + [("incast 3 x 160 KB", [("h7", "h1", 160 * KB), ("h13", "h1", 160 * KB), ("h19", "h1", 160 * KB)]),
+                ("two pairs 160 KB", [("h1", "h7", 160 * KB), ("h2", "h8", 160 * KB), ("h13", "h19", 160 * KB),
+                                      ("h14", "h20", 160 * KB)])])
+LATENESS_QUANTILES = [(i + 0.5) / 20 for i in range(20)]
+BURSTS_KB = np.arange(0, 121, 2)
+
+
+def program(flows):
+    """An agent config of one job: a worker per sending host sends its flow, a worker per receiving
+    host receives every flow sent to it."""
+    hosts = list(dict.fromkeys([f[0] for f in flows] + [f[1] for f in flows]))
+    w = {h: i for i, h in enumerate(hosts)}
+    cfg = {"kind": "program", "period_s": 0.3, "flows": [
+        {"name": f"f{i}", "src": w[s], "dst": w[d], "bytes": b, "target_s": None, "schedule": None, "priority": None}
+        for i, (s, d, b) in enumerate(flows)], "programs": {}}
+    for i, (s, _d, _b) in enumerate(flows):
+        cfg["programs"][str(w[s])] = [{"op": f"S{i}", "dur_s": 0.001, "inputs": [], "outputs": [i]}]
+    for d in dict.fromkeys(f[1] for f in flows):
+        cfg["programs"][str(w[d])] = [{"op": f"R{w[d]}", "dur_s": 0.001, "outputs": [],
+                                       "inputs": [i for i, f in enumerate(flows) if f[1] == d]}]
+    return hosts, cfg
+
+
+def measure(fab, flows, steps, tmp):
+    from harness.replay import Replayer
+    from workloads.profiles import builtins
+    hosts, cfg = program(flows)
+    rp = Replayer(fab, tmp)
+    t = time.clock_gettime(time.CLOCK_MONOTONIC)
+    rp.start(Job("cal", "gpt2", len(hosts), steps), builtins()["gpt2"], hosts, 0.0, t + 1.5, t, 0, False, cfg)
+    summaries = rp.wait(120)
+    f = rp.flows().query("step > 0")
+    return ({name: (g.finish - g.release).tolist() for name, g in f.groupby("flow")},
+            [v["timer_late_ms"] for v in summaries.values() if v.get("timer_late_ms")])
+
+
+def fit(results, link, routes):
+    """(burst bytes, latency s) minimising the squared error of the model's flow times over every
+    measured flow (each scenario's median per flow). The latency adds to every modelled time (no
+    flow here waits for another's arrival), so per burst the best latency is the mean residual."""
+    measured = np.array([np.median(results[name][f"f{i}"]) for name, flows in SCENARIOS for i in range(len(flows))])
+    best = None
+    for b in BURSTS_KB * KB:
+        model = np.array([t for _name, flows in SCENARIOS for t in model_flow_times(flows, routes, link, b, 0.0)])
+        lat = max(0.0, float(np.mean(measured - model)))
+        err = float(np.sum((measured - model - lat) ** 2))
+        if best is None or err < best[0]:
+            best = (err, b, lat)
+    return best[1], best[2]
+
+
+def measure_all(steps):
+    """The benchmark's document: per sharing the fit and every scenario's flows, and the agents'
+    lateness."""
+    from harness.fidelity import pooled_quantiles
+    from tests.emulation.conftest import running_fabric
+    doc = {"command": "sudo .venv/bin/python bench/tcp_sharing.py", "steps": steps, "date": time.strftime("%Y-%m-%d"),
+           "sharing": {}}
+    lateness = []
+    for sharing in ("fifo", "priority"):
+        link = LinkParams.from_spec({"rate_mbps": 50, "sharing": sharing})
+        results = {}
+        with running_fabric(fattree(4, 3, link)) as fab:
+            routes = dict(fab.routes)
+            for name, flows in SCENARIOS:
+                with tempfile.TemporaryDirectory() as tmp:
+                    results[name], late = measure(fab, flows, steps, Path(tmp))
+                lateness += late
+                print(f"{sharing}: {name} measured", file=sys.stderr, flush=True)
+        burst, lat = fit(results, link, routes)
+        doc["sharing"][sharing] = {"burst_bytes": int(burst), "flow_latency_s": round(lat, 6),
+                                   "shaper_burst_bytes": link.burst_bytes, "scenarios": {}}
+        for name, flows in SCENARIOS:
+            fitted = model_flow_times(flows, routes, link, burst, lat)
+            raw = model_flow_times(flows, routes, link, 0.0, 0.0, store_and_forward=True)
+            doc["sharing"][sharing]["scenarios"][name] = [
+                {"measured_ms": [round(float(x), 2) for x in np.percentile(np.array(results[name][f"f{i}"]) * 1000,
+                                                                          [25, 50, 75])],
+                 "fitted_ms": round(fitted[i] * 1000, 2), "uncalibrated_ms": round(raw[i] * 1000, 2)}
+                for i in range(len(flows))]
+    q = pooled_quantiles(lateness, LATENESS_QUANTILES)
+    p50, p99 = pooled_quantiles(lateness, [0.5, 0.99])
+    doc["op_lateness_ms"] = {"quantiles": q, "at": LATENESS_QUANTILES, "p50": p50, "p99": p99,
+                             "sleeps": sum(x["n"] for x in lateness)}
+    return doc
+
+
+def markdown(doc):
+    lines = [f"# tcp sharing\n\nMeasured {doc.get('date', '')}, {doc['steps']} steps per scenario, on the 24-host "
+             "fat-tree at 50 Mbit/s (9000-byte MTU); flow time = release to arrival, median [p25, p75] over the steps."]
+    for sharing, d in doc["sharing"].items():
+        lines += ["", f"**{sharing} queues**: fitted burst {d['burst_bytes'] / KB:.0f} KB (the shaper's: "
+                  f"{d.get('shaper_burst_bytes', 0) / KB:.0f} KB per port), flow latency {d['flow_latency_s'] * 1000:.1f} ms.",
+                  "", "| scenario | flow | measured | model, fitted | model, uncalibrated |", "| --- | --- | --- | --- | --- |"]
+        for name, rows in d["scenarios"].items():
+            for i, r in enumerate(rows):
+                p25, med, p75 = r["measured_ms"]
+                lines.append(f"| {name} | f{i} | {med:.1f} [{p25:.1f}, {p75:.1f}] ms | {r['fitted_ms']:.1f} ms | "
+                             f"{r['uncalibrated_ms']:.1f} ms |")
+    late = doc["op_lateness_ms"]
+    lines += ["", f"Agents' sleep lateness (every agent of every scenario, {late['sleeps']} sleeps): mean "
+              f"{np.mean(late['quantiles']):.2f} ms, p50 {late['p50']} ms, p99 {late['p99']} ms; 20 quantiles (ms): "
+              + ", ".join(f"{x:g}" for x in late["quantiles"]) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--out", default="results/calibration/tcp_sharing.json")
+    ap.add_argument("--report-only", action="store_true", help="render --out's measurements again, measure nothing")
+    ap.add_argument("--publish", metavar="FILE", help="write the table into FILE's block <!-- interleave bench tcp-sharing -->")
+    args = ap.parse_args()
+    from harness.sets import emit_bench
+    if args.report_only:
+        doc = json.loads(Path(args.out).read_text())
+    else:
+        if os.geteuid() != 0:
+            sys.exit("needs root: sudo .venv/bin/python bench/tcp_sharing.py")
+        doc = measure_all(args.steps)
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(doc, indent=1))
+    emit_bench("tcp-sharing", markdown(doc), args.publish,
+               f"sudo .venv/bin/python bench/tcp_sharing.py --steps {doc['steps']} --out {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""The flow model's predictions against emulation for a set of program jobs (EchelonFlow, issue 17).
+
+Reads an emulated set's results (``interleave reproduce SET --out DIR``) whose rows run pipeline or
+tensor-parallel jobs under several flow schedulers. Every run's summary carries the mean step the
+planner predicted for it (``predicted_step_ms``, harness.schedulers.flowplan, with the calibrated
+emulator model of harness.sim.calibration) beside the step measured. Two tables:
+
+  model: per row and scheduler, the measured mean step (``emulated``) (95 % interval over the kept repeats), the
+         prediction, and whether it is within MODEL_TOLERANCE of the measurement;
+  gains: per row, ``fixed:echelon`` against every other scheduler of the row: the measured ratio
+         other / echelon (per repeat, > 1: echelon faster; harness.sets.ratio_row), the model's
+         ratio, and the target: a pipeline row must beat the other scheduler (interval above 1) by
+         at least half the model's predicted gain; a tensor-parallel row must not be worse
+         (interval reaching 1 or above).
+
+    python -m harness.modelcheck experiments/sets/echelon-priority.yaml --out results/echelon-priority \\
+        --publish results/README.md
+"""
+import json
+import sys
+
+from harness import sets
+from harness.errors import UsageError
+
+MODEL_TOLERANCE = 0.05        # the model's mean step within 5 % of the emulated one (issue 17)
+TARGET = "fixed:echelon"
+KIND = "modelcheck"
+
+
+def _predicted(summary):
+    steps = [j["predicted_step_ms"] for j in summary["jobs"].values() if j.get("predicted_step_ms") is not None]
+    return sum(steps) / len(steps) if steps else None
+
+
+def _kind(out, name, scheduler, repeat):
+    """pipeline | tensor (the row's jobs, from the run's plan); mixed rows count as pipeline."""
+    plan = json.loads((sets.run_dir(out, name, scheduler, repeat) / "schedule.json").read_text())
+    kinds = {j["kind"] for j in (plan.get("flow_scheduler") or {}).get("jobs", {}).values()}
+    return "tensor" if kinds == {"tensor"} else "pipeline"
+
+
+def tables(st, out):
+    """(model rows, gain rows) of every row of ``st`` with results under ``out``."""
+    model, gains = [], []
+    for r in st["runs"]:
+        runs = {s: sets._summaries(out, r["name"], s, r["repeats"]) for s in r["schedulers"]}
+        pred = {}
+        for s, (got, excluded) in runs.items():
+            if not got:
+                continue
+            em, ci = sets.mean_ci([x["totals"]["iteration_ms_mean"] for x in got.values()])
+            p, _ = sets.mean_ci([_predicted(x) for x in got.values()])
+            pred[s] = p
+            dev = None if p is None or em is None else p / em - 1
+            model.append({"spec": r["name"], "scheduler": s, "runs": len(got), "excluded": excluded,
+                          "emulated": em, "emulated_ci": ci, "simulated": p,
+                          "deviation": None if dev is None else round(dev, 4),
+                          "within": None if dev is None else abs(dev) <= MODEL_TOLERANCE})
+        target = runs.get(TARGET, ({}, 0))[0]
+        if not target:
+            continue
+        kind = _kind(out, r["name"], TARGET, min(target))
+        for s, (got, _x) in runs.items():
+            if s == TARGET or not got or pred.get(s) is None or pred.get(TARGET) is None:
+                continue
+            g = sets.ratio_row(got, target, {}, {})
+            m, ci = g.get("iteration_ms_mean"), g.get("iteration_ms_mean_ci")
+            predicted = pred[s] / pred[TARGET]
+            need = max(1.0, 1 + (predicted - 1) / 2)
+            if kind == "tensor":
+                met = m is not None and ci is not None and ci[1] >= 1.0
+            else:
+                met = m is not None and ci is not None and ci[0] > 1.0 and m >= need
+            gains.append({"row": r["name"], "kind": kind, "other": s, "pairs": g["pairs"], "measured": m,
+                          "measured_ci": ci, "model": round(predicted, 4), "needed": round(need, 4), "met": met})
+    return model, gains
+
+
+def markdown(st, model, gains):
+    n_in = sum(1 for x in model if x["within"])
+    n_met = sum(1 for x in gains if x["met"])
+    lines = [f"# {st['name']}: the flow model against emulation, and echelon's gains", "",
+             f"**Model: {n_in} of {len(model)}** row/scheduler means within {MODEL_TOLERANCE:.0%} of the emulated "
+             f"mean step (emulated: mean [95 % interval] over the runs the fidelity guard kept; the model's "
+             f"prediction is the planner's, harness.sim.calibration).", "",
+             "| row | scheduler | runs kept / excluded | emulated step | model | model - emulated | within |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [sets.deviation_line(x) for x in model]
+    lines += ["", f"**Gains: {n_met} of {len(gains)}** comparisons meet the target (pipeline rows: {TARGET} faster, "
+              "interval above 1, by at least half the model's predicted gain; tensor rows: not slower, interval "
+              "reaching 1). Ratio = other's mean step / echelon's, per repeat pair; > 1: echelon faster.", "",
+              "| row | jobs | echelon against | pairs | measured | model | needed | met |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for x in gains:
+        need = "not slower" if x["kind"] == "tensor" else f"{x['needed']:.3f}x"
+        lines.append(f"| {x['row']} | {x['kind']} | {x['other']} | {x['pairs']} | "
+                     f"{sets.fmt({'m': x['measured'], 'm_ci': x['measured_ci']}, 'm', 'x', 3)} | {x['model']:.3f}x | "
+                     f"{need} | {'yes' if x['met'] else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
+def render(st, out):
+    model, gains = tables(st, out)
+    if not model:
+        raise UsageError(f"{out}: no run of the set has results there")
+    return markdown(st, model, gains)
+
+
+def main(argv=None):
+    return sets.block_command("harness.modelcheck", __doc__, KIND, "emulated", render, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""harness.modelcheck: the model's predictions against emulated steps, echelon's gains and targets."""
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import modelcheck, sets
+
+EXP = Path(__file__).resolve().parents[2] / "experiments"
+
+
+def set_file(tmp_path):
+    p = tmp_path / "prio.yaml"
+    p.write_text(f"""name: prio
+repeats: 3
+runs:
+  - {{spec: {EXP / 'echelon-gpipe.yaml'}, label: g, schedulers: ["fixed:fair", "fixed:coflow", "fixed:echelon"]}}
+  - {{spec: {EXP / 'echelon-tensor.yaml'}, label: t, schedulers: ["fixed:fair", "fixed:echelon"]}}
+""")
+    return p
+
+
+def put(out, row, sched, k, step, predicted, kind="pipeline", ok=True):
+    d = sets.run_dir(out, row, sched, k)
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps({"fidelity": {"ok": ok}, "totals": {"iteration_ms_mean": step},
+                                               "jobs": {"a": {"predicted_step_ms": predicted},
+                                                        "b": {"predicted_step_ms": predicted}}}))
+    (d / "schedule.json").write_text(json.dumps({"flow_scheduler": {"jobs": {"a": {"kind": kind}, "b": {"kind": kind}}}}))
+
+
+def test_model_error_and_the_gain_targets(tmp_path):
+    st, out = sets.load_set(set_file(tmp_path)), tmp_path / "out"
+    for k in range(3):
+        put(out, "g", "fixed:fair", k, 1000.0 + k, 1100.0)         # model 10 % high: not within 5 %
+        put(out, "g", "fixed:coflow", k, 1000.0 + k, 1000.0)
+        put(out, "g", "fixed:echelon", k, 950.0 + k, 960.0)
+        put(out, "t", "fixed:fair", k, 400.0 + k, 400.0, kind="tensor")
+        put(out, "t", "fixed:echelon", k, 400.0 + 2 * k, 400.0, kind="tensor")
+    model, gains = modelcheck.tables(st, out)
+    dev = {(x["spec"], x["scheduler"]): x for x in model}
+    assert dev[("g", "fixed:fair")]["deviation"] == pytest.approx(1100 / 1001 - 1, abs=1e-4)
+    assert not dev[("g", "fixed:fair")]["within"] and dev[("g", "fixed:coflow")]["within"]
+    g = {(x["row"], x["other"]): x for x in gains}
+    fair = g[("g", "fixed:fair")]
+    # model: 1100 / 960 = 1.146, so echelon must gain >= 1.073; measured ~1.053: not met
+    assert fair["model"] == pytest.approx(1100 / 960, abs=1e-4) and fair["needed"] == pytest.approx(1 + (1100 / 960 - 1) / 2, abs=1e-4)
+    assert fair["measured"] == pytest.approx(sum((1000 + k) / (950 + k) for k in range(3)) / 3, abs=1e-3)
+    assert not fair["met"]
+    # against coflow the model predicts 1000 / 960 = 1.042 -> needs 1.021; measured 1.053 with a tight interval
+    assert g[("g", "fixed:coflow")]["met"]
+    # tensor: not slower is enough (the interval reaches 1)
+    assert g[("t", "fixed:fair")]["kind"] == "tensor" and g[("t", "fixed:fair")]["met"]
+    md = modelcheck.markdown(st, model, gains)
+    assert "**Model: 4 of 5**" in md and "**Gains: 2 of 3**" in md
+
+
+def test_runs_the_fidelity_guard_excluded_are_counted_not_used(tmp_path):
+    st, out = sets.load_set(set_file(tmp_path)), tmp_path / "out"
+    for k in range(3):
+        put(out, "g", "fixed:fair", k, 1000.0 if k else 5000.0, 1000.0, ok=bool(k))
+        put(out, "g", "fixed:echelon", k, 1000.0, 1000.0)
+    model, _ = modelcheck.tables(st, out)
+    fair = next(x for x in model if x["scheduler"] == "fixed:fair")
+    assert (fair["runs"], fair["excluded"], fair["emulated"]) == (2, 1, 1000.0)
+
+
+def test_cli_without_results_says_so(tmp_path, capsys):
+    assert modelcheck.main([str(set_file(tmp_path)), "--out", str(tmp_path / "none")]) == 2
+    assert "no run of" in capsys.readouterr().err
