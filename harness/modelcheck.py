@@ -43,7 +43,7 @@ def tables(st, out):
     """(model rows, gain rows) of every row of ``st`` with results under ``out``."""
     model, gains = [], []
     for r in st["runs"]:
-        runs = {s: sets._summaries(out, r["name"], s, r["repeats"]) for s in r["schedulers"]}
+        runs = {s: sets.kept_summaries(out, r["name"], s, r["repeats"]) for s in r["schedulers"]}
         pred = {}
         for s, (got, excluded) in runs.items():
             if not got:

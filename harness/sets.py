@@ -132,7 +132,7 @@ def kept(summary):
     return bool(summary.get("fidelity", {}).get("ok", True))
 
 
-def _summaries(out, name, scheduler, repeats):
+def kept_summaries(out, name, scheduler, repeats):
     """({repeat: summary} of the complete runs the exclusion rule keeps, how many it excluded)."""
     got, excluded = {}, 0
     for k in range(repeats):
@@ -148,7 +148,7 @@ def _summaries(out, name, scheduler, repeats):
 
 def summaries(out, name, scheduler, repeats):
     """{repeat: summary} of the kept complete runs of one spec row and scheduler under ``out``."""
-    return _summaries(out, name, scheduler, repeats)[0]
+    return kept_summaries(out, name, scheduler, repeats)[0]
 
 
 def aggregate(st, out):
@@ -160,7 +160,7 @@ def aggregate(st, out):
         entry = {"schedulers": {}, "ratios": {}}
         by_repeat = {}
         for s in r["schedulers"]:
-            got, excluded = _summaries(out, r["name"], s, r["repeats"])
+            got, excluded = kept_summaries(out, r["name"], s, r["repeats"])
             reps, sums = list(got), list(got.values())
             if not sums and not excluded:
                 continue

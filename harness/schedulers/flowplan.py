@@ -188,12 +188,11 @@ def plan(spec, routes, hosts_of, shifts_ms, period=None):
     else:
         chosen = fair if spec.flow_scheduler == "fair" else steady_steps(spec, routes, hosts_of, shifts_ms, period,
                                                                          spec.flow_scheduler)
-    lm = emulator_model(spec)
-    out = {"policy": spec.flow_scheduler, "period_s": period, "hop_latency_s": round(lm["hop_latency_s"], 6),
-           "model": {"flow_latency_s": round(lm["flow_latency_s"], 6),
-                     "burst_bytes": round(lm["burst_bytes"] / (spec.reference_gbps * 1e9 / spec.link.rate_bps)),
-                     "op_lateness_ms_mean": round(1000 * sum(lm["op_lateness_s"]) / max(1, len(lm["op_lateness_s"])), 3),
-                     "seeds": MODEL_SEEDS if len(lm["op_lateness_s"]) else 1,
+    fit = calibration.emulator_model(spec.link)             # at the emulated rate: the bytes a burst holds there
+    out = {"policy": spec.flow_scheduler, "period_s": period, "hop_latency_s": round(fit["hop_latency_s"], 6),
+           "model": {"flow_latency_s": round(fit["flow_latency_s"], 6), "burst_bytes": round(fit["burst_bytes"]),
+                     "op_lateness_ms_mean": round(1000 * sum(fit["op_lateness_s"]) / max(1, len(fit["op_lateness_s"])), 3),
+                     "seeds": MODEL_SEEDS if len(fit["op_lateness_s"]) else 1,
                      "calibrated": spec.link.sharing in calibration.LINK_MODEL,
                      "source": "harness.sim.calibration (bench/tcp_sharing.py)"},
            "jobs": {}}

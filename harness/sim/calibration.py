@@ -1,5 +1,5 @@
 """Constants of the simulator measured on the emulator, with the command that measured each, and the
-flow model's view of an emulated link (``link_model``).
+flow model's view of the emulator (``emulator_model``).
 
 MARKS_PER_GBIT: ECN-marked packets per Gbit (reference units) sent through a link whose offered
 load exceeds its capacity. Measured with ``sudo make demo`` / the reproduction set's demo runs
@@ -15,7 +15,8 @@ bench/tcp_sharing.py`` (50 Mbit/s, 9000-byte MTU; figures in results/README.md, 
 ``burst`` is what a new flow sends at once through the shapers' token buckets, as a multiple of the
 shaper's burst (LinkParams.burst_bytes); ``flow_latency_s`` a flow's fixed cost. Without them (a
 sharing not measured) the model adds one packet of store-and-forward per hop and no burst, which
-the benchmark shows to be pessimistic.
+the benchmark shows to be pessimistic. OP_LATENESS_MS: how late the agents wake from the sleep that
+times a compute op, as 20 equally likely quantiles pooled over the same benchmark's agents.
 """
 MARKS_PER_GBIT = 0.41
 # fitted on 2026-12-04, 30 steps per scenario, nothing else running: fifo 32 KB and 2.1 ms, priority
@@ -33,11 +34,11 @@ def hop_latency_s(link):
     return (link.mtu + 38) * 8 / (link.rate_mbps * 1e6) + link.delay_ms / 1000
 
 
-def emulator_model(link, scale=1.0, calibrated=True):
+def emulator_model(link, scale=1.0):
     """``harness.sim.flows.simulate_steps``'s keywords for the emulator with ``link`` (a
     LinkParams) on every link; ``scale``: simulated bytes per emulated byte (the reference rate
     over the emulated one)."""
-    fit = LINK_MODEL.get(link.sharing) if calibrated else None
+    fit = LINK_MODEL.get(link.sharing)
     if fit is None:
         return {"hop_latency_s": hop_latency_s(link), "flow_latency_s": 0.0, "burst_bytes": 0.0, "op_lateness_s": ()}
     return {"hop_latency_s": link.delay_ms / 1000, "flow_latency_s": fit["flow_latency_s"],

@@ -55,7 +55,7 @@ def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0,
     values (s) one of which, drawn with ``seed``, lengthens each compute op (the emulator's agents
     wake late from the sleep that times an op)."""
     if policy not in POLICIES + ("priority",):
-        raise ValueError(f"flow_scheduler {policy!r}: one of {', '.join(POLICIES)}")
+        raise ValueError(f"flow_scheduler {policy!r}: one of {', '.join(POLICIES)} (or priority)")
     return _Steps(steps, routes, capacity_gbps, policy, max_s, hop_latency_s, flow_latency_s, burst_bytes,
                   op_lateness_s, seed).run()
 
@@ -209,7 +209,7 @@ class _Steps:
     def take_bursts(self, t):
         """Flows that just became their connection's head send up to the tokens of their path at
         once; flows starting together on a link split its tokens equally."""
-        if self.burst <= 0:
+        if self.burst <= 0 or self.bursted[~np.isnan(self.released) & np.isnan(self.sent)].all():
             return
         new = np.array([i for i in self.active() if not self.bursted[i]], dtype=int)
         if not len(new):
