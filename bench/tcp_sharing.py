@@ -4,18 +4,23 @@ model's link (issue 17). On the 24-host fat-tree at the echelon specs' link (50 
 MTU), per queue sharing (fifo, priority), it times flows released together (finish - release, as
 workloads.stage reports them): one flow alone over 2 and 6 hops at sizes 10 KB-640 KB, two flows
 sharing a path's fabric links (40 KB and 160 KB each), three flows into one host (160 KB each),
-two such pairs at once (eight agents, as in the echelon specs).
+two such pairs at once (eight agents, as in the echelon specs), two and four flows on disjoint
+paths (40 KB; 160 KB), a ring of four ranks and two such rings sharing links (40 KB each: one
+all-reduce step of the tensor spec); the run's telemetry samples the fabric meanwhile, as in a run.
 Every agent's sleep lateness (workloads.wire: how late it woke from the sleep that times an op) is
 pooled into 20 quantiles: the model lengthens each compute op by one of them, drawn at random.
-It then fits the model's two link parameters to every flow time: ``burst_bytes`` (what a flow sends
-at once through the shapers' token buckets) and ``flow_latency_s`` (a flow's fixed cost: connection
-wake-up, the last packet's store-and-forward), by least squares over a grid, and prints per
+It then fits the model's three link parameters to every flow time: ``burst_bytes`` (what a flow
+sends at once through the shapers' token buckets), ``flow_latency_s`` (a flow's fixed cost:
+connection wake-up, the last packet's store-and-forward) and ``start_cost_s`` (the fabric's start
+backlog: flows starting together wait for each other, the 2-core machine forwarding their first
+packets one after another), by least squares over a grid, and prints per
 scenario the measured median and the model's time with the fitted and with the uncalibrated link
 (no burst, one packet of store-and-forward per hop). The fitted values are
 harness.sim.calibration.LINK_MODEL and OP_LATENESS_MS.
 
   sudo .venv/bin/python bench/tcp_sharing.py [--steps 12] [--out results/calibration/tcp_sharing.json]
-      [--publish results/README.md]      (--report-only: render --out's measurements again)
+      [--publish results/README.md]      (--report-only: render --out's measurements again;
+      --no-telemetry: without the run's telemetry, for comparison)
 """
 import argparse
 import json
@@ -35,68 +40,89 @@ from harness.spec import Job  # noqa: E402
 from topologies import fattree  # noqa: E402
 
 KB = 1000
+DISJOINT = [("h1", "h7"), ("h13", "h19"), ("h10", "h4"), ("h22", "h16")]     # no fabric link in common
+RING_A = [("h1", "h7"), ("h7", "h13"), ("h13", "h19"), ("h19", "h1")]        # echelon-tensor's job a
+RING_B = [("h2", "h8"), ("h8", "h14"), ("h14", "h20"), ("h20", "h2")]        # and job b
 # (name, [(src host, dst host, bytes)]): flows released together each step
 SCENARIOS = ([(f"alone 6 hops {s} KB", [("h1", "h7", s * KB)]) for s in (10, 20, 40, 80, 160, 320, 640)]
              + [(f"alone 2 hops {s} KB", [("h1", "h2", s * KB)]) for s in (40, 160)]
              + [(f"pair {s} KB", [("h1", "h7", s * KB), ("h2", "h8", s * KB)]) for s in (40, 160)]
              + [("incast 3 x 160 KB", [("h7", "h1", 160 * KB), ("h13", "h1", 160 * KB), ("h19", "h1", 160 * KB)]),
                 ("two pairs 160 KB", [("h1", "h7", 160 * KB), ("h2", "h8", 160 * KB), ("h13", "h19", 160 * KB),
-                                      ("h14", "h20", 160 * KB)])])
+                                      ("h14", "h20", 160 * KB)])]
+             + [(f"disjoint {len(p)} x {s} KB", [(a, b, s * KB) for a, b in p])
+                for p, s in ((DISJOINT[:2], 40), (DISJOINT, 40), (DISJOINT, 160))]
+             + [("ring 4 x 40 KB", [(a, b, 40 * KB) for a, b in RING_A]),
+                ("two rings 8 x 40 KB", [(a, b, 40 * KB) for a, b in RING_A + RING_B])])
 LATENESS_QUANTILES = [(i + 0.5) / 20 for i in range(20)]
-BURSTS_KB = np.arange(0, 121, 2)
+BURSTS_KB = np.arange(0, 121, 4)
+START_COSTS_MS = np.arange(0, 2.01, 0.1)
 
 
 def program(flows):
-    """An agent config of one job: a worker per sending host sends its flow, a worker per receiving
-    host receives every flow sent to it."""
+    """An agent config of one job, as harness.sim.flows.model_flow_times models it: a worker per
+    host releases the flows it sends, then waits for those sent to it."""
     hosts = list(dict.fromkeys([f[0] for f in flows] + [f[1] for f in flows]))
     w = {h: i for i, h in enumerate(hosts)}
     cfg = {"kind": "program", "period_s": 0.3, "flows": [
         {"name": f"f{i}", "src": w[s], "dst": w[d], "bytes": b, "target_s": None, "schedule": None, "priority": None}
         for i, (s, d, b) in enumerate(flows)], "programs": {}}
-    for i, (s, _d, _b) in enumerate(flows):
-        cfg["programs"][str(w[s])] = [{"op": f"S{i}", "dur_s": 0.001, "inputs": [], "outputs": [i]}]
-    for d in dict.fromkeys(f[1] for f in flows):
-        cfg["programs"][str(w[d])] = [{"op": f"R{w[d]}", "dur_s": 0.001, "outputs": [],
-                                       "inputs": [i for i, f in enumerate(flows) if f[1] == d]}]
+    for h in hosts:
+        ops = [{"op": f"S{w[h]}", "dur_s": 0.001, "inputs": [], "outputs": [i for i, f in enumerate(flows) if f[0] == h]}]
+        inputs = [i for i, f in enumerate(flows) if f[1] == h]
+        if inputs:
+            ops.append({"op": f"R{w[h]}", "dur_s": 0.001, "outputs": [], "inputs": inputs})
+        cfg["programs"][str(w[h])] = ops
     return hosts, cfg
 
 
-def measure(fab, flows, steps, tmp):
+def measure(fab, flows, steps, tmp, telemetry=True):
+    """The scenario's flow times per flow and the agents' lateness, with the fabric's telemetry
+    sampling as in a run (harness.telemetry at its default periods: its load is part of what a run's
+    flows see), unless ``telemetry`` is false."""
     from harness.replay import Replayer
+    from harness.telemetry import Telemetry
     from workloads.profiles import builtins
     hosts, cfg = program(flows)
     rp = Replayer(fab, tmp)
+    tm = Telemetry(fab, tmp / "telemetry").start() if telemetry else None
     t = time.clock_gettime(time.CLOCK_MONOTONIC)
-    rp.start(Job("cal", "gpt2", len(hosts), steps), builtins()["gpt2"], hosts, 0.0, t + 1.5, t, 0, False, cfg)
-    summaries = rp.wait(120)
+    try:
+        rp.start(Job("cal", "gpt2", len(hosts), steps), builtins()["gpt2"], hosts, 0.0, t + 1.5, t, 0, False, cfg)
+        summaries = rp.wait(120)
+    finally:
+        if tm:
+            tm.stop()
     f = rp.flows().query("step > 0")
     return ({name: (g.finish - g.release).tolist() for name, g in f.groupby("flow")},
             [v["timer_late_ms"] for v in summaries.values() if v.get("timer_late_ms")])
 
 
 def fit(results, link, routes):
-    """(burst bytes, latency s) minimising the squared error of the model's flow times over every
-    measured flow (each scenario's median per flow). The latency adds to every modelled time (no
-    flow here waits for another's arrival), so per burst the best latency is the mean residual."""
+    """(burst bytes, latency s, start cost s) minimising the squared error of the model's flow
+    times over every measured flow (each scenario's median per flow). The latency adds to every
+    modelled time (no flow here waits for another's arrival), so per burst and start cost the best
+    latency is the mean residual."""
     measured = np.array([np.median(results[name][f"f{i}"]) for name, flows in SCENARIOS for i in range(len(flows))])
     best = None
     for b in BURSTS_KB * KB:
-        model = np.array([t for _name, flows in SCENARIOS for t in model_flow_times(flows, routes, link, b, 0.0)])
-        lat = max(0.0, float(np.mean(measured - model)))
-        err = float(np.sum((measured - model - lat) ** 2))
-        if best is None or err < best[0]:
-            best = (err, b, lat)
-    return best[1], best[2]
+        for c in START_COSTS_MS / 1000:
+            model = np.array([t for _name, flows in SCENARIOS
+                              for t in model_flow_times(flows, routes, link, b, 0.0, start_cost_s=c)])
+            lat = max(0.0, float(np.mean(measured - model)))
+            err = float(np.sum((measured - model - lat) ** 2))
+            if best is None or err < best[0]:
+                best = (err, b, lat, c)
+    return best[1:]
 
 
-def measure_all(steps):
+def measure_all(steps, telemetry=True):
     """The benchmark's document: per sharing the fit and every scenario's flows, and the agents'
     lateness."""
     from harness.fidelity import pooled_quantiles
     from tests.emulation.conftest import running_fabric
-    doc = {"command": "sudo .venv/bin/python bench/tcp_sharing.py", "steps": steps, "date": time.strftime("%Y-%m-%d"),
-           "sharing": {}}
+    doc = {"command": "sudo .venv/bin/python bench/tcp_sharing.py" + ("" if telemetry else " --no-telemetry"),
+           "steps": steps, "telemetry": telemetry, "date": time.strftime("%Y-%m-%d"), "sharing": {}}
     lateness = []
     for sharing in ("fifo", "priority"):
         link = LinkParams.from_spec({"rate_mbps": 50, "sharing": sharing})
@@ -105,14 +131,15 @@ def measure_all(steps):
             routes = dict(fab.routes)
             for name, flows in SCENARIOS:
                 with tempfile.TemporaryDirectory() as tmp:
-                    results[name], late = measure(fab, flows, steps, Path(tmp))
+                    results[name], late = measure(fab, flows, steps, Path(tmp), telemetry)
                 lateness += late
                 print(f"{sharing}: {name} measured", file=sys.stderr, flush=True)
-        burst, lat = fit(results, link, routes)
+        burst, lat, cost = fit(results, link, routes)
         doc["sharing"][sharing] = {"burst_bytes": int(burst), "flow_latency_s": round(lat, 6),
+                                   "start_cost_s": round(float(cost), 6),
                                    "shaper_burst_bytes": link.burst_bytes, "scenarios": {}}
         for name, flows in SCENARIOS:
-            fitted = model_flow_times(flows, routes, link, burst, lat)
+            fitted = model_flow_times(flows, routes, link, burst, lat, start_cost_s=cost)
             raw = model_flow_times(flows, routes, link, 0.0, 0.0, store_and_forward=True)
             doc["sharing"][sharing]["scenarios"][name] = [
                 {"measured_ms": [round(float(x), 2) for x in np.percentile(np.array(results[name][f"f{i}"]) * 1000,
@@ -128,10 +155,13 @@ def measure_all(steps):
 
 def markdown(doc):
     lines = [f"# tcp sharing\n\nMeasured {doc.get('date', '')}, {doc['steps']} steps per scenario, on the 24-host "
-             "fat-tree at 50 Mbit/s (9000-byte MTU); flow time = release to arrival, median [p25, p75] over the steps."]
+             "fat-tree at 50 Mbit/s (9000-byte MTU), "
+             + ("with the run's telemetry sampling the fabric" if doc.get("telemetry") else "without telemetry")
+             + "; flow time = release to arrival, median [p25, p75] over the steps."]
     for sharing, d in doc["sharing"].items():
         lines += ["", f"**{sharing} queues**: fitted burst {d['burst_bytes'] / KB:.0f} KB (the shaper's: "
-                  f"{d.get('shaper_burst_bytes', 0) / KB:.0f} KB per port), flow latency {d['flow_latency_s'] * 1000:.1f} ms.",
+                  f"{d.get('shaper_burst_bytes', 0) / KB:.0f} KB per port), flow latency {d['flow_latency_s'] * 1000:.1f} ms, "
+                  f"start cost {d.get('start_cost_s', 0) * 1000:.1f} ms per flow.",
                   "", "| scenario | flow | measured | model, fitted | model, uncalibrated |", "| --- | --- | --- | --- | --- |"]
         for name, rows in d["scenarios"].items():
             for i, r in enumerate(rows):
@@ -148,6 +178,8 @@ def markdown(doc):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--no-telemetry", action="store_true",
+                    help="measure without the run's telemetry sampling the fabric (not what a run sees)")
     ap.add_argument("--out", default="results/calibration/tcp_sharing.json")
     ap.add_argument("--report-only", action="store_true", help="render --out's measurements again, measure nothing")
     ap.add_argument("--publish", metavar="FILE", help="write the table into FILE's block <!-- interleave bench tcp-sharing -->")
@@ -158,11 +190,11 @@ def main():
     else:
         if os.geteuid() != 0:
             sys.exit("needs root: sudo .venv/bin/python bench/tcp_sharing.py")
-        doc = measure_all(args.steps)
+        doc = measure_all(args.steps, not args.no_telemetry)
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(doc, indent=1))
     emit_bench("tcp-sharing", markdown(doc), args.publish,
-               f"sudo .venv/bin/python bench/tcp_sharing.py --steps {doc['steps']} --out {args.out}")
+               f"{doc['command']} --steps {doc['steps']} --out {args.out}")
 
 
 if __name__ == "__main__":

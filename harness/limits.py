@@ -42,6 +42,8 @@ RANGES = {
     "jobs[].tensor.allreduce_mb": (0, 100_000),
     "jobs[].pipeline.activation_mb": (0, 100_000),
     "jobs[].pipeline.gradient_mb": (0, 100_000),
+    "jobs[].data_parallel.buckets": (1, 1024),
+    "jobs[].data_parallel.allreduce_mb": (0, 100_000),
     "trace.jobs": (1, 100_000),
     "trace.arrival_s": (0, 30 * 86400),
     "trace.iterations_scale": (0, 1000),

@@ -22,6 +22,7 @@ TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "t
 ALLREDUCE = ("fixed", "ring")           # a data-parallel phase's length on N workers: the profile's | 2(N-1)/N
 THEMIS_RACKS = ("fewest", "penalty")     # harness.schedulers.placement: best fit | the paper's rack penalty
 JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms", "pipeline", "tensor",
+            "data_parallel",
             "batch_size"}
 FLOW_SCHEDULERS = ("fair", "coflow", "echelon")
 BASES = ("themis", "pollux", "random", "ideal", "fixed", "netsens", "consolidate", "tiresias")
@@ -67,10 +68,16 @@ class Job:
     time_shift_ms: float = None
     pipeline: dict = None       # a program job (harness.schedulers.flowplan): its step waits for its inputs
     tensor: dict = None
+    data_parallel: dict = None
+
+    @property
+    def kind(self):
+        """pipeline | tensor | data_parallel (a program job's block), or None (a profile job)."""
+        return next((k for k in ("pipeline", "tensor", "data_parallel") if getattr(self, k)), None)
 
     @property
     def is_program(self):
-        return bool(self.pipeline or self.tensor)
+        return self.kind is not None
 
 
 @dataclass
@@ -552,12 +559,13 @@ def _jobs(where, jobs_raw, profiles, topo, scheduler, ring_workers=False):
                     raise SpecError(where, f"{key}.hosts", h, f"a host not already pinned to job {pinned_by.get(h, name)}")
                 pinned_by[h] = name
         blocks = {}
-        for b in ("pipeline", "tensor"):
+        for b in ("pipeline", "tensor", "data_parallel"):
             if b in j:
                 from harness.schedulers.flowplan import validate as validate_block
                 blocks[b] = validate_block(where, f"{key}.{b}", j[b], workers, SpecError)
         if len(blocks) > 1:
-            raise SpecError(where, f"{key}.tensor", j["tensor"], "one of pipeline or tensor per job")
+            second = list(blocks)[1]
+            raise SpecError(where, f"{key}.{second}", j[second], "one of pipeline, tensor or data_parallel per job")
         shift = j.get("time_shift_ms")
         if shift is not None:
             shift = _float(where, f"{key}.time_shift_ms", shift)
@@ -567,5 +575,5 @@ def _jobs(where, jobs_raw, profiles, topo, scheduler, ring_workers=False):
         if scheduler in ("fixed", "fixed+cassini") and pinned is None:
             raise SpecError(where, f"{key}.hosts", None, "required with scheduler fixed (pinned hosts, no decisions)")
         jobs.append(Job(name, model, workers, iterations, arrival, list(pinned) if pinned else None, shift,
-                        blocks.get("pipeline"), blocks.get("tensor")))
+                        blocks.get("pipeline"), blocks.get("tensor"), blocks.get("data_parallel")))
     return jobs

@@ -4,13 +4,15 @@ job step plus an arrangement function giving each flow's ideal finish offset.
 Naming: a flow is ``Flow(name, src, dst, bytes, after)``; ``name`` is ``"<kind>:<stage>:<index>"``
 (``act`` activations forward, ``grad`` gradients backward, ``ar`` all-reduce); ``after`` names the
 compute op that releases it. Compute ops are ``"F:<stage>:<mb>"`` and ``"B:<stage>:<mb>"`` (forward
-and backward of micro-batch mb on a pipeline stage) or ``"L:<layer>"`` (a tensor-parallel layer).
+and backward of micro-batch mb on a pipeline stage), ``"L:<layer>"`` (a tensor-parallel layer), or
+``"F"``, ``"B:<bucket>"``, ``"U"`` (a data-parallel rank's forward, backward chunks, optimizer step).
 Offsets ``d`` are seconds from the EchelonFlow's reference (its first flow's ideal finish): with
 d = 0 for every flow an EchelonFlow is a coflow.
 
 Arrangements come from the computation that consumes the flows, timed with zero communication
 (``timeline``): a flow's ideal finish is the ideal start of the op that consumes it.
-  data parallel, bucketed all-reduce: every bucket is needed at the step's end -> d = 0 (coflow);
+  data parallel, bucketed all-reduce: bucket b leaves after backward chunk b and every bucket is
+    needed by the optimizer step at the step's end -> d = 0 (coflow);
   GPipe: all forwards (micro-batches in order), then all backwards (reverse order); activations of
     micro-batch m reach stage s+1 spaced by its forward time, gradients likewise backwards;
   1F1B (PipeDream-flush): stage s runs min(S-s-1, M) warm-up forwards, then one forward / one
@@ -164,10 +166,20 @@ def tensor_parallel(job, layers, layer_ms, allreduce_bytes, ranks=2, step=0):
     return EchelonFlow(job, step, flows, [round(x - ref, 9) for x in ideal], ops, order)
 
 
-def data_parallel(job, buckets, bucket_bytes, ranks=2, step=0):
-    """Bucketed all-reduce: every bucket is needed when the step ends: a coflow (d = 0)."""
-    flows = [Flow(f"ar:{b}:{r}", r, (r + 1) % ranks, bucket_bytes / ranks) for b in range(buckets) for r in range(ranks)]
-    return EchelonFlow(job, step, flows, [0.0] * len(flows))
+def data_parallel(job, buckets, bucket_bytes, ranks=2, step=0, forward_ms=0.0, backward_ms=0.0):
+    """Bucketed all-reduce (as DDP): every rank runs a forward ("F"), then its backward in
+    ``buckets`` equal chunks ("B:<b>", the last layers first); bucket b's ring (one flow per rank)
+    leaves when chunk b ends, and the optimizer step ("U", no compute) needs every bucket: a
+    coflow (d = 0) whatever the compute times."""
+    chunk = backward_ms / 1000 / buckets
+    ops = {"F": (0, forward_ms / 1000, [])}
+    for b in range(buckets):
+        ops[f"B:{b}"] = (0, chunk, [f"B:{b - 1}" if b else "F"])
+    ops["U"] = (0, 0.0, [f"B:{buckets - 1}"])
+    order = {0: ["F"] + [f"B:{b}" for b in range(buckets)] + ["U"]}
+    flows = [Flow(f"ar:{b}:{r}", r, (r + 1) % ranks, bucket_bytes / ranks, after=f"B:{b}", feeds="U")
+             for b in range(buckets) for r in range(ranks)]
+    return EchelonFlow(job, step, flows, [0.0] * len(flows), ops, order)
 
 
 def step_time(e, arrivals):

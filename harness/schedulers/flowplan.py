@@ -25,8 +25,8 @@ unmarked (one level: the queues behave as one FIFO).
 The hosts enforce the decision by pacing each flow along its planned sending curve (fraction of
 bytes sent by each instant, seconds after its step's reference); a flow behind its curve (released
 late, or slowed by congestion) catches up as fast as TCP allows. The model sees the emulator as calibrated on it
-(``emulator_model``, harness.sim.calibration: shaper bursts, a flow's latency, the agents' late
-wake-ups, averaged over MODEL_SEEDS runs). Composing with CASSINI: the jobs'
+(``emulator_model``, harness.sim.calibration: shaper bursts, a flow's latency, the fabric's start
+backlog, the agents' late wake-ups, averaged over MODEL_SEEDS runs). Composing with CASSINI: the jobs'
 ``time_shift_ms`` (``fixed``) or searched shifts (``fixed+cassini``, ``search_shifts``) shift their
 grids across jobs; pacing works within each job's step. Naming: flows and ops as in
 workloads.echelon; bytes at the reference rate in the plan, scaled to the emulated rate in the
@@ -46,11 +46,15 @@ MODEL_SEEDS = 5             # model runs averaged when the agents' timing noise 
 PIPELINE_KEYS = {"schedule": "gpipe", "micro_batches": 8, "forward_ms": None, "backward_ms": None,
                  "activation_mb": None, "gradient_mb": None}
 TENSOR_KEYS = {"layers": 8, "layer_ms": None, "allreduce_mb": None}
+DATA_PARALLEL_KEYS = {"buckets": 4, "forward_ms": None, "backward_ms": None, "allreduce_mb": None}
+BLOCKS = {"pipeline": PIPELINE_KEYS, "tensor": TENSOR_KEYS, "data_parallel": DATA_PARALLEL_KEYS}
 
 
 def validate(where, key, block, workers, error):
-    """The job's ``pipeline`` or ``tensor`` block, with defaults; raises ``error`` naming the key."""
-    allowed = PIPELINE_KEYS if key.endswith("pipeline") else TENSOR_KEYS
+    """The job's ``pipeline``, ``tensor`` or ``data_parallel`` block, with defaults; raises ``error``
+    naming the key."""
+    kind = key.rsplit(".", 1)[-1]
+    allowed = BLOCKS[kind]
     if not isinstance(block, dict):
         raise error(where, key, block, "a mapping: " + ", ".join(allowed))
     for k in block:
@@ -64,15 +68,15 @@ def validate(where, key, block, workers, error):
         if k == "schedule":
             if v not in ("gpipe", "1f1b"):
                 raise error(where, f"{key}.schedule", v, "gpipe | 1f1b")
-        elif k in ("micro_batches", "layers"):
+        elif k in ("micro_batches", "layers", "buckets"):
             require_number(f"{key}.{k}", v, 1, strict=False, whole=True, error=bad)
         elif k == "gradient_mb" and v is None:
             out[k] = out["activation_mb"]
         else:
             require_number(f"{key}.{k}", v, 0, error=bad)
-    if key.endswith("tensor") and workers < 2:
-        raise error(where, key.rsplit(".", 1)[0] + ".workers", workers, ">= 2 ranks for tensor parallelism")
-    if key.endswith("pipeline") and workers < 2:
+    if kind in ("tensor", "data_parallel") and workers < 2:
+        raise error(where, key.rsplit(".", 1)[0] + ".workers", workers, f">= 2 ranks for {kind.replace('_', ' ')}")
+    if kind == "pipeline" and workers < 2:
         raise error(where, key.rsplit(".", 1)[0] + ".workers", workers, ">= 2 stages (one per worker)")
     return out
 
@@ -119,6 +123,10 @@ def step_of(job):
         p = job.pipeline
         return echelon.pipeline(job.name, job.workers, p["micro_batches"], p["forward_ms"], p["backward_ms"],
                                 p["activation_mb"] * 1e6, p["gradient_mb"] * 1e6, schedule=p["schedule"])
+    if job.data_parallel:
+        d = job.data_parallel
+        return echelon.data_parallel(job.name, d["buckets"], d["allreduce_mb"] * 1e6 / d["buckets"], ranks=job.workers,
+                                     forward_ms=d["forward_ms"], backward_ms=d["backward_ms"])
     t = job.tensor
     return echelon.tensor_parallel(job.name, t["layers"], t["layer_ms"], t["allreduce_mb"] * 1e6, ranks=job.workers)
 
@@ -191,6 +199,7 @@ def plan(spec, routes, hosts_of, shifts_ms, period=None):
     fit = calibration.emulator_model(spec.link)             # at the emulated rate: the bytes a burst holds there
     out = {"policy": spec.flow_scheduler, "period_s": period, "hop_latency_s": round(fit["hop_latency_s"], 6),
            "model": {"flow_latency_s": round(fit["flow_latency_s"], 6), "burst_bytes": round(fit["burst_bytes"]),
+                     "start_cost_s": round(fit["start_cost_s"], 6),
                      "op_lateness_ms_mean": round(1000 * sum(fit["op_lateness_s"]) / max(1, len(fit["op_lateness_s"])), 3),
                      "seeds": MODEL_SEEDS if len(fit["op_lateness_s"]) else 1,
                      "calibrated": spec.link.sharing in calibration.LINK_MODEL,
@@ -208,7 +217,7 @@ def plan(spec, routes, hosts_of, shifts_ms, period=None):
                   "schedule": res["curve"][f.name] if paced else None, "priority": None if p is None else list(p)}
                  for f, d, p in zip(e.flows, e.d, prio)]
         out["jobs"][j.name] = {
-            "kind": "pipeline" if j.pipeline else "tensor", "flows": flows,
+            "kind": j.kind, "flows": flows,
             "ideal_step_s": round(echelon.step_time(e, {}), 6),
             "predicted": {k: round(float(res[k]), 6) for k in ("step_s", "ect_s", "coflow_s")},
             "predicted_fair": {k: round(float(fair[j.name][k]), 6) for k in ("step_s", "ect_s", "coflow_s")}}

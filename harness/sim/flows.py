@@ -16,8 +16,9 @@ bytes converted), among the flows at the head of their connection:
            leftover shared fairly (finishing early never hurts the consumer).
   priority (switch priority queues) strict priority by each flow's level, per-flow max-min within one.
 The emulator's own behaviour, where calibrated (harness.sim.calibration): the shapers' token
-buckets (a new flow sends their burst at once), a flow's fixed latency, compute ops lengthened by
-the agents' late wake-ups. Results per job: step time (consumer), ECT = max_i(F_i - d_i) with F
+buckets (a new flow sends their burst at once), a flow's fixed latency, the fabric's start backlog
+(flows starting close together wait for each other: the 2-core machine forwards their first
+packets one after another), compute ops lengthened by the agents' late wake-ups. Results per job: step time (consumer), ECT = max_i(F_i - d_i) with F
 relative to the job's start, coflow completion, and each flow's finish. ``model_flow_times``: the
 benchmark's scenarios (flows released together) in the model (bench/tcp_sharing.py).
 """
@@ -44,9 +45,12 @@ class JobStep:
 
 
 def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0, hop_latency_s=0.0,
-                   flow_latency_s=0.0, burst_bytes=0.0, op_lateness_s=(), seed=0):
+                   flow_latency_s=0.0, burst_bytes=0.0, op_lateness_s=(), seed=0, start_cost_s=0.0):
     """One step of each job. ``hop_latency_s`` per link of a flow's path and ``flow_latency_s`` once
-    are added to its arrival; ``burst_bytes`` (bytes at the simulated rate) is each link's token
+    are added to its arrival; ``start_cost_s``: each flow that becomes its connection's head adds
+    that much work to one backlog shared by the whole fabric (draining at one second per second),
+    and its arrival is delayed by the backlog it finds plus the work of the flows that start with
+    it (served together); ``burst_bytes`` (bytes at the simulated rate) is each link's token
     bucket: a flow that becomes its connection's head sends that much of its bytes at once while
     every link of its path has the tokens, as the emulator's shapers let it (harness.qdisc: HTB
     burst); a link's bucket refills with the capacity its flows leave unused. Policy ``priority``:
@@ -57,7 +61,7 @@ def simulate_steps(steps, routes, capacity_gbps, policy="echelon", max_s=3600.0,
     if policy not in POLICIES + ("priority",):
         raise ValueError(f"flow_scheduler {policy!r}: one of {', '.join(POLICIES)} (or priority)")
     return _Steps(steps, routes, capacity_gbps, policy, max_s, hop_latency_s, flow_latency_s, burst_bytes,
-                  op_lateness_s, seed).run()
+                  op_lateness_s, seed, start_cost_s).run()
 
 
 class _Steps:
@@ -65,7 +69,7 @@ class _Steps:
     connection at a time) at the policy's rates, ops started when their inputs arrived."""
 
     def __init__(self, steps, routes, capacity_gbps, policy, max_s, hop_latency_s, flow_latency_s, burst_bytes,
-                 op_lateness_s, seed):
+                 op_lateness_s, seed, start_cost_s):
         self.steps, self.policy, self.max_s = steps, policy, max_s
         flows, fpath = [], []
         for j in steps:
@@ -90,7 +94,8 @@ class _Steps:
         self.burst = float(burst_bytes)
         self.late, self.rng = np.asarray(op_lateness_s, dtype=float), np.random.default_rng(seed)
         self.tokens = np.full(len(links), self.burst)
-        self.bursted = np.zeros(len(flows), dtype=bool)
+        self.started = np.zeros(len(flows), dtype=bool)         # has been its connection's head
+        self.start_cost, self.backlog, self.backlog_t = float(start_cost_s), 0.0, 0.0
         self.level = np.array([(j.priorities[k] if j.priorities is not None else np.inf) for j, k, _f in flows])
         self.curve = [[] for _ in flows]                 # (t, bytes sent) at every rate change
         self.by_job = {}
@@ -206,15 +211,26 @@ class _Steps:
         r[act] += extra
         return r
 
-    def take_bursts(self, t):
-        """Flows that just became their connection's head send up to the tokens of their path at
-        once; flows starting together on a link split its tokens equally."""
-        if self.burst <= 0 or self.bursted[~np.isnan(self.released) & np.isnan(self.sent)].all():
+    def start_heads(self, t):
+        """Flows that just became their connection's head: each finds the fabric's start backlog
+        (``start_cost_s``) and adds to it, then sends up to the tokens of its path at once; flows
+        starting together on a link split its tokens equally."""
+        if (self.burst <= 0 and self.start_cost <= 0) or self.started[~np.isnan(self.released)
+                                                                      & np.isnan(self.sent)].all():
             return
-        new = np.array([i for i in self.active() if not self.bursted[i]], dtype=int)
+        new = np.array([i for i in self.active() if not self.started[i]], dtype=int)
         if not len(new):
             return
-        self.bursted[new] = True
+        self.started[new] = True
+        if self.start_cost > 0:
+            self.backlog = max(0.0, self.backlog - (t - self.backlog_t))
+            self.lat[new] += self.backlog + (len(new) - 1) * self.start_cost
+            self.backlog, self.backlog_t = self.backlog + len(new) * self.start_cost, t
+        if self.burst > 0:
+            self._take_bursts(t, new)
+        self.mark_sent(t)
+
+    def _take_bursts(self, t, new):
         m = self.m[new]
         n_on = m.sum(axis=0)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -228,7 +244,6 @@ class _Steps:
             self.rem[i] -= chunk
             self.tokens[on] -= chunk
             self.curve[i].append((t, self.size[i] - self.rem[i]))
-        self.mark_sent(t)
 
     def mark_sent(self, t):
         # done when under a billionth of the flow is left: a smaller step may not advance t at all
@@ -264,10 +279,10 @@ class _Steps:
             self.release(t)
             self.start_ops(t)
             self.release(t)
-            self.take_bursts(t)
+            self.start_heads(t)
             self.start_ops(t)           # an input that arrived whole in a burst
             self.release(t)
-            self.take_bursts(t)
+            self.start_heads(t)
             if self.done() or t > self.max_s:
                 break
             r = self.rates(t)
@@ -319,23 +334,24 @@ def _points(curve, t0, size):
     return out
 
 
-def model_flow_times(flows, routes, link, burst_bytes, flow_latency_s, store_and_forward=False):
+def model_flow_times(flows, routes, link, burst_bytes, flow_latency_s, store_and_forward=False, start_cost_s=0.0):
     """The flow model's time (release to arrival, s) of each of ``flows`` [(src host, dst host,
     bytes)] released together at the emulated rate, fair sharing: what bench/tcp_sharing.py
-    measures in emulation."""
+    measures in emulation. One worker per host: it releases the flows it sends, then waits for
+    those sent to it (a host may do both, as the ranks of a ring)."""
     hosts = list(dict.fromkeys([f[0] for f in flows] + [f[1] for f in flows]))
     w = {h: i for i, h in enumerate(hosts)}
-    fl, ops, order = [], {}, {}
-    for i, (s, d, b) in enumerate(flows):
-        fl.append(echelon.Flow(f"f{i}", w[s], w[d], b, after=f"S{i}", feeds=f"R{w[d]}"))
-        ops[f"S{i}"] = (w[s], 0.001, [])
-        order.setdefault(w[s], []).append(f"S{i}")
-    for d in dict.fromkeys(f[1] for f in flows):
-        ops[f"R{w[d]}"] = (w[d], 0.001, [])
-        order[w[d]] = [f"R{w[d]}"]
+    fl = [echelon.Flow(f"f{i}", w[s], w[d], b, after=f"S{w[s]}", feeds=f"R{w[d]}") for i, (s, d, b) in enumerate(flows)]
+    ops, order = {}, {}
+    for h in hosts:
+        ops[f"S{w[h]}"] = (w[h], 0.001, [])
+        order[w[h]] = [f"S{w[h]}"]
+        if any(f[1] == h for f in flows):
+            ops[f"R{w[h]}"] = (w[h], 0.001, [])
+            order[w[h]].append(f"R{w[h]}")
     e = echelon.EchelonFlow("cal", 0, fl, [0.0] * len(fl), ops, order)
     cap = {l: link.rate_mbps / 1000 for p in routes.values() for l in directed_links(p)}
     res = simulate_steps([JobStep("cal", e, hosts)], routes, cap, "fair",
                          hop_latency_s=calibration.hop_latency_s(link) if store_and_forward else link.delay_ms / 1000,
-                         flow_latency_s=flow_latency_s, burst_bytes=burst_bytes)["cal"]
+                         flow_latency_s=flow_latency_s, burst_bytes=burst_bytes, start_cost_s=start_cost_s)["cal"]
     return [res["finish_s"][f.name] - res["release_s"][f.name] for f in fl]

@@ -55,6 +55,17 @@ def test_data_parallel_is_a_coflow():
     assert e.is_coflow and len(e.flows) == 16
 
 
+def test_data_parallel_buckets_leave_during_the_backward_and_the_update_waits_for_all():
+    e = echelon.data_parallel("d", buckets=2, bucket_bytes=1e6, ranks=2, forward_ms=10, backward_ms=20)
+    assert e.is_coflow
+    assert echelon.step_time(e, {}) == pytest.approx(0.030)
+    start, end = echelon.timeline(e.ops, e.order, {}, e.flows)
+    assert end["B:0"] == pytest.approx(0.020)                  # bucket 0 leaves half-way through the backward
+    assert {f.after for f in e.flows if f.name.startswith("ar:0:")} == {"B:0"}
+    # bucket 0 arriving 15 ms after it left still beats the update; bucket 1's lateness delays it
+    assert echelon.step_time(e, {"ar:0:0": 0.035, "ar:1:1": 0.045}) == pytest.approx(0.045)
+
+
 def test_ect_metric_on_crafted_finish_times():
     d = [0.0, 0.010, 0.020]
     assert echelon.ect([0.005, 0.015, 0.025], d) == pytest.approx(0.005)     # every flow 5 ms after its slot

@@ -74,4 +74,27 @@ def test_calibrated_where_measured_and_store_and_forward_elsewhere():
     assert len(fifo["op_lateness_s"]) == len(calibration.OP_LATENESS_MS)
     fair = calibration.emulator_model(LinkParams.from_spec({"rate_mbps": 50, "sharing": "fair"}))
     assert fair == {"hop_latency_s": calibration.hop_latency_s(LINK), "flow_latency_s": 0.0, "burst_bytes": 0.0,
-                    "op_lateness_s": ()}
+                    "op_lateness_s": (), "start_cost_s": 0.0}
+
+
+def test_flows_starting_together_on_disjoint_paths_wait_for_each_others_start(routes):
+    disjoint = [("h1", "h7"), ("h13", "h19"), ("h10", "h4"), ("h22", "h16")]      # no fabric link in common
+    (alone,) = model_flow_times([("h1", "h7", 10 * KB)], routes, LINK, 30 * KB, 0.002, start_cost_s=0.0005)
+    four = model_flow_times([(a, b, 10 * KB) for a, b in disjoint], routes, LINK, 30 * KB, 0.002, start_cost_s=0.0005)
+    assert alone == pytest.approx(0.002)                   # no backlog: the flow's own start is in its latency
+    assert four == pytest.approx([0.002 + 3 * 0.0005] * 4)  # served together: each waits for the other three
+
+
+@pytest.mark.parametrize("gap_ms, waits_ms", [(0.5, 1.5), (1.0, 1.0), (3.0, 0.0)])
+def test_the_start_backlog_drains_with_time(gap_ms, waits_ms):
+    """Two jobs on disjoint paths whose first flows (10 KB, within the burst) start gap_ms apart:
+    the second finds what is left of the first's 2 ms of start work."""
+    from harness.sim.flows import JobStep, simulate_steps
+    from workloads import echelon
+    r = compute_routes(fattree(4, 3, LINK))
+    cap = {l: 0.05 for p in r.values() for l in directed_links(p)}
+    steps = [JobStep(n, echelon.pipeline(n, 2, 1, 10, 10, 10 * KB), hosts, start)
+             for n, hosts, start in (("a", ["h1", "h7"], 0.0), ("b", ["h13", "h19"], gap_ms / 1000))]
+    out = simulate_steps(steps, r, cap, "fair", burst_bytes=30 * KB, start_cost_s=0.002)
+    assert out["a"]["finish_s"]["act:0:0"] == pytest.approx(0.010)
+    assert out["b"]["finish_s"]["act:0:0"] == pytest.approx(0.010 + waits_ms / 1000)

@@ -1,4 +1,4 @@
-"""Program jobs (pipeline / tensor blocks) in specs, the flow scheduler's plan, and its agent configs."""
+"""Program jobs (pipeline / tensor / data_parallel blocks) in specs, the flow scheduler's plan, and its agent configs."""
 import json
 import subprocess
 import sys
@@ -40,6 +40,48 @@ def test_bad_program_specs_name_the_key(change, key):
     with pytest.raises(UsageError) as e:
         pipeline_spec(flow, **change)
     assert str(e.value).startswith(f"t.yaml: {key}:"), str(e.value)
+
+
+DP = {"buckets": 4, "forward_ms": 500, "backward_ms": 1000, "allreduce_mb": 1600}
+
+
+@pytest.mark.parametrize("block,key,allowed", [
+    ({**DP, "buckets": 0}, "jobs[1].data_parallel.buckets", "in [1, 1024]"),
+    ({**DP, "buckets": 2.5}, "jobs[1].data_parallel.buckets", "whole number"),
+    ({k: v for k, v in DP.items() if k != "allreduce_mb"}, "jobs[1].data_parallel.allreduce_mb", "a number"),
+    ({**DP, "layers": 3}, "jobs[1].data_parallel.layers", "unknown key"),
+])
+def test_bad_data_parallel_blocks_name_the_key(block, key, allowed):
+    raw = {"name": "p", "topology": {"name": "fattree"}, "scheduler": "fixed", "jobs": [
+        {"name": "a", "model": "gpt2", "workers": 4, "hosts": ["h1", "h7", "h13", "h19"], "pipeline": PIPE},
+        {"name": "b", "model": "gpt2", "workers": 4, "hosts": ["h2", "h8", "h14", "h20"], "data_parallel": block}]}
+    with pytest.raises(UsageError) as e:
+        spec_mod.from_mapping(raw, "t.yaml")
+    assert str(e.value).startswith(f"t.yaml: {key}:") and allowed in str(e.value), str(e.value)
+
+
+def test_a_job_has_one_program_block():
+    raw = {"scheduler": "fixed", "jobs": [{"model": "gpt2", "workers": 2, "hosts": ["h1", "h7"], "pipeline": PIPE,
+                                           "data_parallel": DP}]}
+    with pytest.raises(UsageError, match=r"jobs\[0\]\.data_parallel: .*one of pipeline, tensor or data_parallel"):
+        spec_mod.from_mapping(raw, "t.yaml")
+
+
+def test_data_parallel_job_next_to_a_pipeline():
+    sp = spec_mod.load(ROOT / "experiments/echelon-dp.yaml")
+    b = sp.jobs[1]
+    assert (b.kind, b.is_program) == ("data_parallel", True)
+    e = flowplan.step_of(b)
+    assert e.is_coflow and len(e.flows) == 16
+    assert {f.bytes for f in e.flows} == {1600e6 / 4 / 4}                # a bucket's ring: one flow per rank
+    progs = flowplan.programs(e, 4)
+    assert [op["op"] for op in progs[2]] == ["F", "B:0", "B:1", "B:2", "B:3", "U"]
+    assert [len(op["outputs"]) for op in progs[2]] == [0, 1, 1, 1, 1, 0]
+    assert len(progs[2][-1]["inputs"]) == 4                           # the update waits for every bucket
+    fp = schedule(sp)["flow_scheduler"]
+    assert fp["jobs"]["b"]["kind"] == "data_parallel"
+    assert fp["jobs"]["b"]["ideal_step_s"] == pytest.approx(1.5)
+    assert fp["jobs"]["b"]["predicted"]["step_s"] > 1.5              # the last bucket's ring ends the step
 
 
 def test_flow_schedulers_need_program_jobs_and_programs_need_each_other():
