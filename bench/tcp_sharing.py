@@ -182,7 +182,8 @@ def main():
                     help="measure without the run's telemetry sampling the fabric (not what a run sees)")
     ap.add_argument("--out", default="results/calibration/tcp_sharing.json")
     ap.add_argument("--report-only", action="store_true", help="render --out's measurements again, measure nothing")
-    ap.add_argument("--publish", metavar="FILE", help="write the table into FILE's block <!-- interleave bench tcp-sharing -->")
+    ap.add_argument("--publish", metavar="FILE", help="write the table into FILE's block <!-- interleave bench "
+                    "tcp-sharing --> (tcp-sharing-no-telemetry with --no-telemetry)")
     args = ap.parse_args()
     from harness.sets import emit_bench
     if args.report_only:
@@ -193,7 +194,7 @@ def main():
         doc = measure_all(args.steps, not args.no_telemetry)
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(doc, indent=1))
-    emit_bench("tcp-sharing", markdown(doc), args.publish,
+    emit_bench("tcp-sharing" + ("" if doc.get("telemetry", True) else "-no-telemetry"), markdown(doc), args.publish,
                f"{doc['command']} --steps {doc['steps']} --out {args.out}")
 
 

@@ -26,9 +26,9 @@ MARKS_PER_GBIT = 0.41
 # and has flows starting together on disjoint paths and the tensor spec's rings), 30 steps per
 # scenario, nothing else running: fifo 48 KB, 5.3 ms, 0.2 ms per start; priority 52 KB, 5.2 ms,
 # 0.1 ms per start; the shaper's burst being 27,042 bytes (3 MTU at 9000 bytes); the agents' sleeps
-# (10,800) late by 0.2 ms on average, p99 2.85 ms. Without telemetry the same benchmark fitted
-# 48-52 KB, 4.1-4.2 ms and 0.2 ms, lateness p99 0.65 ms: the controller's polling slows the
-# switches' forwarding and the agents' wake-ups (a lone 40 KB flow over 6 hops: 3.7 -> 7.3 ms).
+# (10,800) late by 0.2 ms on average, p99 2.85 ms. Without telemetry (--no-telemetry) it fitted
+# 48 KB, 3.9 / 4.4 ms and 0.3 / 0.2 ms, lateness p99 0.55 ms: the controller's polling slows the
+# switches' forwarding and the agents' wake-ups (a lone 40 KB flow over 6 hops: 4.5 -> 7.3 ms).
 LINK_MODEL = {"fifo": {"burst": 1.775, "flow_latency_s": 0.005253, "start_cost_s": 0.0002},
               "priority": {"burst": 1.923, "flow_latency_s": 0.005199, "start_cost_s": 0.0001}}
 OP_LATENESS_MS = ((0.05,) * 8 + (0.1,) * 5 + (0.15,) * 2 + (0.2, 0.25, 0.3, 0.5, 1.45))   # 20 equally likely quantiles

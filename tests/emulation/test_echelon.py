@@ -1,17 +1,18 @@
 """EchelonFlow in emulation: two tensor-parallel jobs sharing links under echelon pacing follow the
-flow scheduler's plan.
+flow scheduler's plan; a data-parallel program job runs next to a pipeline on priority queues.
 
 Asserted on one run (20 steps per job; the first left out as warm-up): the results directory has
 every flow (2 jobs x 20 steps x 7 layers x 4 ranks), each job's measured step time is within 10 % of
 the plan's prediction, and the paced flows never arrive before the plan's last byte sent: the pacer
 never sends ahead of the plan's curve, and the plan's last byte sent is its target minus the model's
-latency of a flow over 6 hops (1 ms for timer slack). How late they arrive is not bounded here:
-since the plan is made with the calibrated model (harness.sim.calibration, issue 17), which is
-optimistic for these jobs, the flows are released later than planned and a late flow goes at once
-(the pacer's accuracy with free tokens: tests/emulation/test_pacing.py). Measured on this machine
-kind (2026-12-04, this test's spec, 3 quiet runs): steps +3.5 to +5.7 % of the prediction; median
-pacing error +7.2 to +8.6 ms with a median budget of -1.9 to -3.5 ms (flows released after their
-target); no flow more than 1 ms ahead of its curve's end.
+latency of a flow over 6 hops (1 ms for timer slack).
+How late they arrive is not bounded here: the plan is made with the calibrated model
+(harness.sim.calibration, issue 17), which is slightly optimistic for these jobs, and a flow
+released later than planned goes at once (the pacer's accuracy with free tokens:
+tests/emulation/test_pacing.py). Measured on this machine kind (2026-12-04, this test's spec, 2
+quiet runs with the model calibrated under telemetry): steps +1.0 to +2.6 % of the prediction;
+median pacing error +1.0 to +3.2 ms with a median budget (target - release) of 4.7-5.5 ms. With
+the first calibration of that day (3 runs): steps +3.5 to +5.7 %, pacing error +7.2 to +8.6 ms.
 """
 import pytest
 import json
@@ -24,11 +25,16 @@ from tests.helpers import ROOT, interleave
 pytestmark = pytest.mark.root
 
 
-def test_echelon_pacing_follows_the_plan(tmp_path):
-    raw = yaml.safe_load((ROOT / "experiments/echelon-tensor.yaml").read_text())
+def run_echelon(tmp_path, spec_name, iterations, **changes):
+    """Run experiments/``spec_name`` (each job ``iterations`` steps; top-level keys replaced by
+    ``changes``) under fixed:echelon; returns (summary, results directory), having checked that the
+    run succeeded, passed the fidelity guard, and that every job's step is within 10 % of the plan's
+    prediction and never faster than with no communication."""
+    raw = yaml.safe_load((ROOT / "experiments" / spec_name).read_text())
+    raw.update(changes)
     for j in raw["jobs"]:
-        j["iterations"] = 20
-    spec = tmp_path / "tp.yaml"
+        j["iterations"] = iterations
+    spec = tmp_path / spec_name
     spec.write_text(yaml.safe_dump(raw))
     out = tmp_path / "run"
     p = interleave("run", str(spec), "--scheduler", "fixed:echelon", "--out", str(out), "--quiet", "--json",
@@ -36,11 +42,16 @@ def test_echelon_pacing_follows_the_plan(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     s = json.loads(p.stdout)
     assert s["flow_scheduler"] == "echelon" and s["fidelity"]["ok"], s["fidelity"]
-    flows = pd.read_csv(out / "flows.csv")
-    assert len(flows) == 2 * 20 * 7 * 4
     for name, j in s["jobs"].items():
         assert abs(j["iteration_ms_mean"] / j["predicted_step_ms"] - 1) <= 0.10, (name, j)
         assert j["iteration_ms_mean"] >= j["iteration_ms_profile"]        # never faster than no communication
+    return s, out
+
+
+def test_echelon_pacing_follows_the_plan(tmp_path):
+    _s, out = run_echelon(tmp_path, "echelon-tensor.yaml", 20)
+    flows = pd.read_csv(out / "flows.csv")
+    assert len(flows) == 2 * 20 * 7 * 4
     # the plan's arrival (target) is its last byte sent plus the model's latency over 6 links (every
     # flow here crosses pods; harness.sim.calibration)
     fs = json.loads((out / "schedule.json").read_text())["flow_scheduler"]
@@ -48,3 +59,21 @@ def test_echelon_pacing_follows_the_plan(tmp_path):
     f = flows[flows.step > 0]
     early = f.target - lat - f.finish
     assert (early <= 0.001).all(), early.describe()
+
+
+def test_a_data_parallel_job_runs_next_to_a_pipeline_on_priority_queues(tmp_path):
+    """experiments/echelon-dp.yaml (6 steps) on priority ports under echelon: every flow of both
+    jobs arrives, each data-parallel rank's step ends only after every bucket sent to it arrived
+    (the optimizer step waits for all), flows carry priorities, and each job's step is within 10 %
+    of the plan's prediction (measured 2026-12-04, one run: +2.1 % pipeline, +0.3 % data-parallel;
+    the set's 3 repeats: model 0.5-0.8 % below the emulated mean, results/README.md)."""
+    s, out = run_echelon(tmp_path, "echelon-dp.yaml", 6, link={"rate_mbps": 50, "sharing": "priority"})
+    a, b = s["jobs"]["a"], s["jobs"]["b"]
+    assert (a["flows"], b["flows"]) == (48 * 6, 16 * 6)
+    assert (a["flows_prioritized"], b["flows_prioritized"]) == (48, 16)
+    flows = pd.read_csv(out / "flows.csv")
+    iters = pd.read_csv(out / "iterations.csv")
+    last = flows[flows.job == "b"].groupby(["dst", "step"]).finish.max()
+    ends = iters[iters.job == "b"].set_index(["worker", "iteration"]).end
+    for (w, k), t in last.items():
+        assert ends[(w, k)] >= t, (w, k)
