@@ -384,23 +384,23 @@ def _background(where, raw):
 
 
 def _job_kinds(where, jobs, scheduler, fs, background):
-    """Program jobs (pipeline/tensor) and profile jobs: what each kind allows."""
+    """Program jobs (pipeline/tensor/data_parallel) and profile jobs: what each kind allows."""
     programs = [j for j in jobs if j.is_program]
     if programs:
         if len(programs) < len(jobs):
             other = next(j for j in jobs if not j.is_program)
-            raise SpecError(where, f"jobs[{jobs.index(other)}]", other.name, "a pipeline or tensor block too: "
+            raise SpecError(where, f"jobs[{jobs.index(other)}]", other.name, "a pipeline, tensor or data_parallel block too: "
                             "program jobs and profile jobs cannot share a spec yet")
         if scheduler not in ("fixed", "fixed+cassini"):
-            raise SpecError(where, "scheduler", scheduler, "fixed or fixed+cassini (pipeline and tensor jobs run on "
+            raise SpecError(where, "scheduler", scheduler, "fixed or fixed+cassini (program jobs run on "
                             "their pinned hosts; +cassini searches their time-shifts)")
         if background:
-            raise SpecError(where, "background.load", background, "0 with pipeline and tensor jobs (not modelled)")
+            raise SpecError(where, "background.load", background, "0 with program jobs (not modelled)")
     elif scheduler == "fixed+cassini":
-        raise SpecError(where, "scheduler", scheduler, "fixed+cassini only with pipeline or tensor jobs; "
+        raise SpecError(where, "scheduler", scheduler, "fixed+cassini only with program jobs; "
                         "for profile jobs: themis+cassini, pollux+cassini, random+cassini")
     elif fs != "fair":
-        raise SpecError(where, "flow_scheduler", fs, "fair unless jobs have a pipeline or tensor block "
+        raise SpecError(where, "flow_scheduler", fs, "fair unless jobs have a pipeline, tensor or data_parallel block "
                         "(profile jobs' phases are shared by TCP)")
 
 

@@ -9,7 +9,7 @@ marked 2335, 1178 and 2726 packets over 200 iterations (10.4 per iteration); the
 The unit is the emulator's packets (the fabric runs at 1/1000 of the reference rate): simulated
 marks are comparable with emulated ones, and only as an order of magnitude.
 
-LINK_MODEL: per queue sharing (harness.linkmodel.SHARING), the two parameters of the flow model's
+LINK_MODEL: per queue sharing (harness.linkmodel.SHARING), the three parameters of the flow model's
 link (harness.sim.flows) fitted to TCP over the emulated fat-tree by ``sudo .venv/bin/python
 bench/tcp_sharing.py`` (50 Mbit/s, 9000-byte MTU; figures in results/README.md, issue 17):
 ``burst`` is what a new flow sends at once through the shapers' token buckets, as a multiple of the
