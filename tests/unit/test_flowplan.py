@@ -171,7 +171,7 @@ def test_fixed_cassini_searches_a_shift_that_the_model_prefers():
     raw = {"scheduler": "fixed+cassini", "jobs": [{"model": "gpt2", "workers": 2, "pipeline": PIPE}]}
     with pytest.raises(UsageError, match=r"jobs\[0\]\.hosts"):                 # placement stays pinned
         spec_mod.from_mapping(raw, "t.yaml")
-    with pytest.raises(UsageError, match="fixed\\+cassini only with pipeline or tensor jobs"):
+    with pytest.raises(UsageError, match="fixed\\+cassini only with program jobs"):
         spec_mod.from_mapping({"scheduler": "fixed+cassini", "jobs": [{"model": "vgg16", "hosts": ["h1", "h2"]}]}, "t.yaml")
 
 
