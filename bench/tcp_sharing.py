@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.linkmodel import LinkParams  # noqa: E402
-from harness.sim.flows import model_flow_times  # noqa: E402
+from harness.sim.flows import model_flow_times, released_together  # noqa: E402
 from harness.spec import Job  # noqa: E402
 from topologies import fattree  # noqa: E402
 
@@ -60,19 +60,13 @@ START_COSTS_MS = np.arange(0, 2.01, 0.1)
 
 
 def program(flows):
-    """An agent config of one job, as harness.sim.flows.model_flow_times models it: a worker per
-    host releases the flows it sends, then waits for those sent to it."""
-    hosts = list(dict.fromkeys([f[0] for f in flows] + [f[1] for f in flows]))
-    w = {h: i for i, h in enumerate(hosts)}
-    cfg = {"kind": "program", "period_s": 0.3, "flows": [
-        {"name": f"f{i}", "src": w[s], "dst": w[d], "bytes": b, "target_s": None, "schedule": None, "priority": None}
-        for i, (s, d, b) in enumerate(flows)], "programs": {}}
-    for h in hosts:
-        ops = [{"op": f"S{w[h]}", "dur_s": 0.001, "inputs": [], "outputs": [i for i, f in enumerate(flows) if f[0] == h]}]
-        inputs = [i for i, f in enumerate(flows) if f[1] == h]
-        if inputs:
-            ops.append({"op": f"R{w[h]}", "dur_s": 0.001, "outputs": [], "inputs": inputs})
-        cfg["programs"][str(w[h])] = ops
+    """(hosts, agent config) of one job running ``flows`` as harness.sim.flows.released_together
+    models them."""
+    from harness.schedulers.flowplan import programs
+    hosts, e = released_together(flows)
+    cfg = {"kind": "program", "period_s": 0.3, "programs": {str(w): ops for w, ops in programs(e, len(hosts)).items()},
+           "flows": [{"name": f.name, "src": f.src, "dst": f.dst, "bytes": f.bytes, "target_s": None, "schedule": None,
+                      "priority": None} for f in e.flows]}
     return hosts, cfg
 
 

@@ -334,11 +334,11 @@ def _points(curve, t0, size):
     return out
 
 
-def model_flow_times(flows, routes, link, burst_bytes, flow_latency_s, store_and_forward=False, start_cost_s=0.0):
-    """The flow model's time (release to arrival, s) of each of ``flows`` [(src host, dst host,
-    bytes)] released together at the emulated rate, fair sharing: what bench/tcp_sharing.py
-    measures in emulation. One worker per host: it releases the flows it sends, then waits for
-    those sent to it (a host may do both, as the ranks of a ring)."""
+def released_together(flows):
+    """(hosts, EchelonFlow) of ``flows`` [(src host, dst host, bytes)] released together: one worker
+    per host (in order of first appearance) releases the flows it sends ("S<w>", 1 ms), then waits
+    for those sent to it ("R<w>", 1 ms); a host may do both, as the ranks of a ring. The scenarios
+    of bench/tcp_sharing.py, modelled here and run by the agents (flowplan.programs)."""
     hosts = list(dict.fromkeys([f[0] for f in flows] + [f[1] for f in flows]))
     w = {h: i for i, h in enumerate(hosts)}
     fl = [echelon.Flow(f"f{i}", w[s], w[d], b, after=f"S{w[s]}", feeds=f"R{w[d]}") for i, (s, d, b) in enumerate(flows)]
@@ -349,9 +349,16 @@ def model_flow_times(flows, routes, link, burst_bytes, flow_latency_s, store_and
         if any(f[1] == h for f in flows):
             ops[f"R{w[h]}"] = (w[h], 0.001, [])
             order[w[h]].append(f"R{w[h]}")
-    e = echelon.EchelonFlow("cal", 0, fl, [0.0] * len(fl), ops, order)
+    return hosts, echelon.EchelonFlow("cal", 0, fl, [0.0] * len(fl), ops, order)
+
+
+def model_flow_times(flows, routes, link, burst_bytes, flow_latency_s, store_and_forward=False, start_cost_s=0.0):
+    """The flow model's time (release to arrival, s) of each of ``flows`` [(src host, dst host,
+    bytes)] released together (``released_together``) at the emulated rate, fair sharing: what
+    bench/tcp_sharing.py measures in emulation."""
+    hosts, e = released_together(flows)
     cap = {l: link.rate_mbps / 1000 for p in routes.values() for l in directed_links(p)}
     res = simulate_steps([JobStep("cal", e, hosts)], routes, cap, "fair",
                          hop_latency_s=calibration.hop_latency_s(link) if store_and_forward else link.delay_ms / 1000,
                          flow_latency_s=flow_latency_s, burst_bytes=burst_bytes, start_cost_s=start_cost_s)["cal"]
-    return [res["finish_s"][f.name] - res["release_s"][f.name] for f in fl]
+    return [res["finish_s"][f.name] - res["release_s"][f.name] for f in e.flows]
