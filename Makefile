@@ -38,12 +38,14 @@ cassini-leafspine: setup
 # EchelonFlow: fair / coflow / echelon (and with searched shifts) for pipeline and tensor-parallel
 # jobs, in emulation and in the flow model that plans the pacing (experiments/sets/echelon.yaml);
 # then echelon on priority queues against fair sharing and coflow (experiments/sets/echelon-priority.yaml)
-# and the calibrated flow model's predictions against those measurements (harness.modelcheck)
+# and the calibrated flow model's predictions against those measurements (harness.modelcheck);
+# then echelon's priorities fixed against re-planned from measured arrivals (experiments/sets/echelon-replan.yaml)
 echelon: setup
 	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --out results/echelon
 	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --simulate --out results/echelon-sim
 	$(PY) -m harness.cli reproduce experiments/sets/echelon-priority.yaml --out results/echelon-priority --publish results/README.md
 	$(PY) -m harness.modelcheck experiments/sets/echelon-priority.yaml --out results/echelon-priority --publish results/README.md
+	$(PY) -m harness.cli reproduce experiments/sets/echelon-replan.yaml --out results/echelon-replan --publish results/README.md
 
 test: setup
 	$(PY) -m pytest -q tests/unit tests/emulation

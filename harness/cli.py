@@ -151,6 +151,11 @@ def render_schedule(out):
             lines.append(f"  {name}: {d['kind']}, {len(d['flows'])} flows per step; predicted step "
                          f"{d['predicted']['step_s'] * 1000:.1f} ms (fair sharing {d['predicted_fair']['step_s'] * 1000:.1f}, "
                          f"no communication {d['ideal_step_s'] * 1000:.1f}), ECT {d['predicted']['ect_s'] * 1000:.1f} ms")
+        if fp.get("model_note"):
+            lines.append(f"  note: {fp['model_note']}")
+        if fp.get("replan"):
+            lines.append(f"  priorities re-planned from measured arrivals every {fp['replan']['every_steps']} steps "
+                         f"(window {fp['replan']['window_steps']})")
     return "\n".join(lines)
 
 

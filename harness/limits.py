@@ -56,6 +56,8 @@ RANGES = {
     "cassini.quantum_ms": (0.01, 10_000),
     "cassini.max_perimeter_ms": (1, 1_000_000),
     "netsens.max_preemptions": (0, 1000),
+    "replan.every_steps": (1, 100_000),
+    "replan.window_steps": (1, 100_000),
 }
 
 _repr = reprlib.Repr()

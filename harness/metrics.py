@@ -14,7 +14,9 @@ how far its communication started from where its shift put it, re-alignments), p
 segments. Program jobs add ``PROGRAM_JOB`` (``flows_paced`` / ``flows_prioritized``: how many
 flows of the step the flow scheduler carried by pacing and by a priority; the others go unmarked, at
 once). On priority ports (link.sharing priority) an emulated run adds ``ecn_marks_by_priority``
-(``priority_marks``: the marker's marks at the switches per priority level). Totals (``TOTALS``) are over every job's steady
+(``priority_marks``: the marker's marks at the switches per priority level); with ``replan``
+(harness.schedulers.replan) it adds ``replan`` (``REPLAN``: the plans made in the run, what making
+one cost in the runner's CPU time, the fewest tables any agent loaded). Totals (``TOTALS``) are over every job's steady
 iterations, plus what preemptions cost (``restarts``, ``restart_gpu_s``: ``restart_cost``).
 Units: ms for iteration times, s for times of the run.
 """
@@ -38,6 +40,8 @@ TOTALS = {"iteration_ms_mean": 2, "iteration_ms_p99": 2, "comm_ms_mean": 2, "ecn
           "slowdown_mean": 4, "slowdown_p99": 4, "jct_s_mean": 3, "makespan_s": 3, "queue_s_mean": 3,
           "communication_overhead_s": 3, "preemptions": WHOLE, "restarts": WHOLE, "restart_gpu_s": 1,
           "ect_ms_mean": 2}
+REPLAN = {"every_steps": WHOLE, "window_steps": WHOLE, "plans": WHOLE, "rule": AS_IS, "cpu_ms_mean": 3,
+          "cpu_ms_max": 3, "wall_ms_mean": 3, "cpu_ms_total": 3, "agents_loaded_min": WHOLE}
 STEP_MEANING = "step time of the consuming computation"   # worker 0: first op start to last op end
 
 
@@ -66,6 +70,10 @@ def job(program=False, **values):
 
 def totals(**values):
     return _fill(TOTALS, values, "totals")
+
+
+def replan(**values):
+    return _fill(REPLAN, values, "replan")
 
 
 def summary(scheduler, spec, duration_s, jobs, totals_, fidelity, **extra):

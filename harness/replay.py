@@ -19,7 +19,8 @@ from workloads.timing import ALIGNMENTS
 
 BASE_PORT = 17000
 COLUMNS = ["job", "worker", "iteration", "slot", "start", "comm_start", "comm_end", "end", "realigned"]
-FLOW_COLUMNS = ["job", "step", "flow", "src", "dst", "bytes", "reference", "release", "start", "finish", "target"]
+FLOW_COLUMNS = ["job", "step", "flow", "src", "dst", "bytes", "reference", "release", "start", "finish", "target",
+                "priority"]
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -7,7 +7,8 @@ busy waits for them); stop; write the results (the schema is harness.metrics').
 
 Results directory (the contract): ``spec.yaml``, ``schedule.json``, ``environment.json``,
 ``iterations.csv``, ``links.csv``, ``summary.json``; with pipeline or tensor jobs (workloads.stage)
-also ``flows.csv`` (every flow's step reference, release, arrival and pacing target), and their
+also ``flows.csv`` (every flow's step reference, release, arrival, pacing target and the priority
+level its sender gave it) and, with ``replan``, ``replans.csv`` (harness.schedulers.replan), and their
 summary gives the consumer's step time, ECT and pacing error (``add_step_metrics``). It is written
 under ``<out>.partial`` and renamed at the end: complete or absent. An interrupted or failed run
 tears the fabric down and keeps what it had under ``<name>.partial`` (no ``summary.json``), and
@@ -28,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import yaml
 
 from harness import __version__, fidelity, metrics, probe
@@ -37,8 +39,8 @@ from harness.fidelity import cpu_idle, idle_shares
 from harness.lifecycle import RunLock
 from harness.netcheck import ce_received, datapath_counters
 from harness.progress import Progress
-from harness.replay import COLUMNS as ITER_COLUMNS, Replayer, byte_scale
-from harness.schedulers import flowplan
+from harness.replay import COLUMNS as ITER_COLUMNS, FLOW_COLUMNS, Replayer, byte_scale
+from harness.schedulers import flowplan, replan
 from harness.schedulers.plan import schedule
 from harness.telemetry import CE_PERIOD_MS, FLOW_STATS_SETTLE_S, PERIOD_MS, Telemetry, mono, wait_ce_caught_up
 from topologies import by_name
@@ -222,6 +224,9 @@ class Session:
         self.tm = Telemetry(self.fab, self.work / "telemetry", period_ms=period_ms, ce_period_ms=ce_period_ms).start()
         self.rp = Replayer(self.fab, self.work, self.log, self.dil.factor)
         self.run_start = mono()
+        self.replanner = replan.Replanner(self.spec.replan, self.plan["flow_scheduler"], self.rp.dir, FLOW_COLUMNS,
+                                          lambda: self.dil.model(mono() - self.run_start), self.dil.model) \
+            if self.spec.replan else None
         # one reference instant for the whole run: job j's iteration k is planned at slot k of its
         # grid from t_ref (a later job starts at its first slot after it can be ready)
         self.t_ref = self.run_start + START_LEAD_S
@@ -232,6 +237,8 @@ class Session:
                 if self.due(entry, now):
                     self.launch(entry, now)
             self.rp.check()
+            if self.replanner is not None:
+                self.replanner.tick()
             self.watch_controller()
             self.note_finished()
             if now - last_count >= CPU_SAMPLE_S:
@@ -251,7 +258,7 @@ class Session:
         datapath = fidelity.datapath_delta(self.datapath0, datapath_counters(self.fab))
         marker = self.fab.marker_counters() if any(l.params.sharing == "priority" for l in self.topo.links) else None
         return {"iters": self.rp.iterations(), "flows": self.rp.flows(), "links": self.tm.links(self.run_start),
-                "marker": marker,
+                "marker": marker, "replanner": self.replanner,
                 "datapath": datapath, "agents": self.rp.summaries(), "started": self.started, "ce0": self.ce0, "ce1": self.ce1,
                 "idle": idle_shares(self.idle_samples), "ce_caught_up": caught_up}
 
@@ -279,6 +286,8 @@ class Session:
         if job.is_program:
             extra.update(flowplan.agent_config(job, plan["flow_scheduler"],
                                                byte_scale(self.topo, hosts, spec.reference_gbps, dil.factor), dil.factor))
+            if self.replanner is not None:
+                extra["replan_path"] = str(self.replanner.path(job.name))
         self.rp.start(job, prof, hosts, w["shift_ms"], self.t_ref, self.run_start, self.index[entry["name"]],
                       entry["alignment"], extra, tag=tag)
         self.started[tag] = {"hosts": hosts, "t0": dil.model(self.t_ref - self.run_start), "at": dil.model(now),
@@ -316,21 +325,35 @@ def write_results(spec, plan, work, m, dil, topo):
         flows = flows.sort_values(["job", "step", "finish"])
         flows.to_csv(work / "flows.csv", index=False)
     links.to_csv(work / "links.csv", index=False)
-    summary = summarize(spec, plan, iters, links, m, dil, topo)
+    steady = {}
+    summary = summarize(spec, plan, iters, links, m, dil, topo, steady)
     if flows is not None:
-        add_step_metrics(summary, plan, iters, flows)
+        add_step_metrics(summary, plan, iters, flows, steady)
     if m.get("marker") is not None:
         summary["ecn_marks_by_priority"] = metrics.priority_marks(m["marker"], PRIORITY_LEVELS)
+    if m.get("replanner") is not None:
+        rp = m["replanner"]
+        pd.DataFrame(rp.records, columns=replan.COLUMNS).to_csv(work / "replans.csv", index=False)
+        loaded = [a.get("replans_loaded", 0) for a in m["agents"].values()]
+        summary["replan"] = metrics.replan(**rp.summary(), agents_loaded_min=min(loaded, default=None))
     (work / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
 
-def add_step_metrics(summary, plan, iters, flows):
+def add_step_metrics(summary, plan, iters, flows, steady):
     """Program jobs: the consumer's step time (worker 0's first op start to last op end, the first
     step left out as warm-up), ECT per step (max over flows of finish - reference - d_i, as in
-    harness.sim.flows) and, for paced flows, how far each finished from its target."""
+    harness.sim.flows) and, for paced flows, how far each finished from its target. The totals are
+    over every job: profile jobs beside them (``steady``: {job: (steady iteration times ms, their
+    slowdowns)} from ``summarize``) keep their iterations."""
     fp = plan["flow_scheduler"]
     steps_all, ects_all, slow_all, overhead = [], [], [], []
+    for name, (it, slow) in steady.items():
+        if name not in fp["jobs"]:
+            e = summary["jobs"][name]
+            steps_all.extend(it.tolist())
+            slow_all.extend(slow.tolist())
+            overhead.append((e["iteration_ms_mean"], e["iteration_ms_profile"], e["iterations"]))
     for name, d in fp["jobs"].items():
         w0 = iters[(iters.job == name) & (iters.worker == 0)].sort_values("iteration")
         steps = ((w0.end - w0.start) * 1000).to_numpy()[1:]
@@ -469,7 +492,9 @@ def guard(m, links, plan, dil, topo):
     return {"ok": ok, "notes": notes, **signals}
 
 
-def summarize(spec, plan, iters, links, m, dil, topo):
+def summarize(spec, plan, iters, links, m, dil, topo, steady_of=None):
+    """The summary of a run; ``steady_of`` (a dict) receives each job's steady iteration times (ms)
+    and their slowdowns, for ``add_step_metrics``."""
     jobs, all_it, all_slow, all_comm = {}, [], [], []
     m = {**m, "plan": plan, "profiles": spec.profiles}
     for j in plan["jobs"]:
@@ -477,6 +502,8 @@ def summarize(spec, plan, iters, links, m, dil, topo):
         all_it.extend(steady.tolist())
         all_comm.extend(comm.tolist())
         all_slow.extend((steady / j["iteration_ms"]).tolist())
+        if steady_of is not None:
+            steady_of[j["name"]] = (steady, steady / j["iteration_ms"])
     jcts = [v["jct_s"] for v in jobs.values() if v["jct_s"] is not None]
     queues = [v["queue_s"] for v in jobs.values() if v["queue_s"] is not None]
     end = float(iters.end.max()) if len(iters) else None

@@ -7,6 +7,7 @@ import time
 from harness import metrics
 from harness.schedulers.plan import resolve_timers, schedule
 from harness.sim.engine import Simulator
+from harness.spec import SpecError
 
 
 def simulate_spec(spec, **kw):
@@ -24,6 +25,11 @@ def simulate_programs(spec):
     """``interleave simulate`` for program jobs: the flow model's step of every job under the spec's
     flow scheduler (each step repeats on the grid with the same overlap, so one step stands for all),
     in the summary schema of harness.sim."""
+    profile_jobs = [j for j in spec.jobs if not j.is_program]
+    if profile_jobs:
+        raise SpecError(spec.source, f"jobs[{spec.jobs.index(profile_jobs[0])}]", profile_jobs[0].name,
+                        "a program job in the flow model: program jobs and profile jobs together run in "
+                        "the emulator only (the flow model has no profile jobs)")
     t0 = time.perf_counter()
     plan = schedule(spec)
     fp = plan["flow_scheduler"]

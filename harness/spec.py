@@ -18,7 +18,7 @@ from workloads.profiles import ProfileError, at_batch, at_workers, builtins, fro
 
 TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "trace", "scheduler",
             "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation", "netsens", "background",
-            "themis", "pollux", "allreduce", "tiresias"}
+            "themis", "pollux", "allreduce", "tiresias", "replan"}
 ALLREDUCE = ("fixed", "ring")           # a data-parallel phase's length on N workers: the profile's | 2(N-1)/N
 THEMIS_RACKS = ("fewest", "penalty")     # harness.schedulers.placement: best fit | the paper's rack penalty
 JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms", "pipeline", "tensor",
@@ -99,6 +99,7 @@ class Spec:
     background: float = 0.0
     time_dilation: float = 1.0
     flow_scheduler: str = "fair"
+    replan: dict = None                 # harness.schedulers.replan: echelon's priorities re-planned in the run
     source: str = ""
     raw: dict = field(default_factory=dict)
 
@@ -253,9 +254,12 @@ def from_mapping(raw, where="spec"):
                         "(a data-parallel job's all-reduce lasts 2(N-1)/N of its model on N workers)")
     jobs = _jobs(where, jobs_raw, profiles, topo, scheduler, allreduce == "ring")
     _job_kinds(where, jobs, scheduler, fs, background)
+    from harness.schedulers.replan import validate as validate_replan
+    replan = validate_replan(where, raw, SpecError)
     return Spec(name=name, topology=topo, link=link, reference_gbps=ref, profiles=profiles, jobs=jobs,
                 scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
-                netsens=netsens, themis=themis, pollux=pollux, tiresias=tiresias, background=background, flow_scheduler=fs, source=where, raw=raw)
+                netsens=netsens, themis=themis, pollux=pollux, tiresias=tiresias, background=background, flow_scheduler=fs, replan=replan, source=where,
+                raw=raw)
 
 
 def _themis(where, raw):
@@ -387,10 +391,10 @@ def _job_kinds(where, jobs, scheduler, fs, background):
     """Program jobs (pipeline/tensor/data_parallel) and profile jobs: what each kind allows."""
     programs = [j for j in jobs if j.is_program]
     if programs:
-        if len(programs) < len(jobs):
-            other = next(j for j in jobs if not j.is_program)
-            raise SpecError(where, f"jobs[{jobs.index(other)}]", other.name, "a pipeline, tensor or data_parallel block too: "
-                            "program jobs and profile jobs cannot share a spec yet")
+        if len(programs) < len(jobs) and scheduler != "fixed":
+            raise SpecError(where, "scheduler", scheduler, "fixed with program jobs and profile jobs together "
+                            "(every job on its pinned hosts at its time_shift_ms; +cassini searches program jobs' "
+                            "shifts only)")
         if scheduler not in ("fixed", "fixed+cassini"):
             raise SpecError(where, "scheduler", scheduler, "fixed or fixed+cassini (program jobs run on "
                             "their pinned hosts; +cassini searches their time-shifts)")

@@ -23,12 +23,15 @@ once: the flow catches up as fast as TCP allows. A flow without a schedule (fair
 once and TCP shares the links. A flow with a ``priority`` (link.sharing priority; a list: one per
 step of the grid, in turn) is sent with that priority's DSCP (workloads.wire.priority_tos): its connection's TOS is set before the flow's first
 byte, so the switches' priority queues serve it by its level (bytes of the connection's previous
-flow still in the socket buffer leave with the new TOS).
+flow still in the socket buffer leave with the new TOS). With re-planning (``replan_path``,
+harness.schedulers.replan) the worker reads the runner's newest table at the start of each step and
+its senders use it from the step the table names on.
 
 Output: iteration rows as the agent's (``start`` first op start, ``comm_start`` first flow released
 or received, ``comm_end`` last flow received, ``end`` last op end), and ``<out>.flows`` rows
-``job,step,flow,src,dst,bytes,reference,release,start,finish,target`` for the flows this worker
-received (seconds since ``run_start``; ``target`` empty when not paced).
+``job,step,flow,src,dst,bytes,reference,release,start,finish,target,priority`` for the flows this
+worker received (seconds since ``run_start``; ``target`` empty when not paced, ``priority`` the
+level its sender gave it, empty when none).
 """
 import bisect
 import json
@@ -41,7 +44,7 @@ from workloads import timing
 from workloads.wire import (PACING, PAYLOAD, SLICE, Peers, Stopped, connect_deadline, drain, lateness_ms, now,
                             priority_tos, recv_exact, send_all, sleep_until)
 
-HEADER = struct.Struct("!IIdd")     # step, flow index, step reference (monotonic s), release time
+HEADER = struct.Struct("!IIddi")    # step, flow index, step reference (monotonic s), release time, level (-1: none)
 
 
 class ConnectionLost(RuntimeError):
@@ -87,6 +90,7 @@ class Worker:
         self.errors = []
         self.closed = set()                  # peers that closed their connection after their last flow
         self.queues = {}
+        self.replans, self.replan_version, self.replans_loaded = [], 0, 0   # (from_step, level per flow)
 
     def pairs(self):
         return {(f["src"], f["dst"]) for f in self.flows if self.me in (f["src"], f["dst"])}
@@ -101,11 +105,11 @@ class Worker:
                         self.closed.add(src)
                         self.cv.notify_all()
                     return
-                step, idx, ref, release = HEADER.unpack(head)
+                step, idx, ref, release, level = HEADER.unpack(head)
                 t = now()
                 drain(sock, self.flows[idx]["bytes"])
                 with self.cv:
-                    self.arrived[(step, idx)] = (ref, release, t, now())
+                    self.arrived[(step, idx)] = (ref, release, t, now(), level)
                     self.cv.notify_all()
         except (Stopped, OSError) as exc:
             with self.cv:
@@ -121,20 +125,46 @@ class Worker:
                     return
                 step, idx, ref, release = item
                 f = self.flows[idx]
-                prio = f.get("priority")
-                if isinstance(prio, list):          # one level per step, in turn
-                    prio = prio[(step + self.cfg.get("first_slot", 0)) % len(prio)]
+                prio = self.priority(step, idx)
                 if prio is not None:
                     want = priority_tos(prio, self.cfg.get("dscp", 0))
                     if want != tos:
                         sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, want)
                         tos = want
-                sock.sendall(HEADER.pack(step, idx, ref, release))
+                sock.sendall(HEADER.pack(step, idx, ref, release, -1 if prio is None else prio))
                 paced_send(sock, f["bytes"], ref, f.get("schedule"))
         except OSError as exc:
             with self.cv:
                 self.errors.append(exc)
                 self.cv.notify_all()
+
+    def priority(self, step, idx):
+        """The flow's level in ``step``: the newest re-planned table that applies from that step on,
+        else the plan's (a list: one level per step of the grid, in turn)."""
+        for from_step, table in reversed(self.replans):
+            if step >= from_step:
+                return table[idx]
+        prio = self.flows[idx].get("priority")
+        if isinstance(prio, list):
+            prio = prio[(step + self.cfg.get("first_slot", 0)) % len(prio)]
+        return prio
+
+    def load_replan(self):
+        """A newer re-planned table, if the runner wrote one (harness.schedulers.replan; written
+        atomically, read once per version)."""
+        path = self.cfg.get("replan_path")
+        if not path:
+            return
+        try:
+            doc = json.loads(open(path).read())
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError):      # replaced while read: the next step reads it again
+            return
+        if doc["version"] > self.replan_version:
+            self.replan_version = doc["version"]
+            self.replans = sorted(self.replans + [(doc["from_step"], doc["priority"])], key=lambda x: x[0])
+            self.replans_loaded += 1
 
     def wait_inputs(self, step, inputs):
         with self.cv:
@@ -171,6 +201,7 @@ def run(cfg, worker, out_path):
     try:
         for k in range(cfg["iterations"]):
             slot = timing.slot_time(t0, 0.0, cfg.get("first_slot", 0) + k, period)
+            w.load_replan()
             ref = None
             if not needs_input:
                 sleep_until(slot)
@@ -193,11 +224,12 @@ def run(cfg, worker, out_path):
             with w.cv:
                 mine = sorted((key, w.arrived.pop(key)) for key in [x for x in w.arrived if x[0] == k])
             base = k + cfg.get("iteration_base", 0)
-            for (_step, i), (r, rel, st, fin) in mine:
+            for (_step, i), (r, rel, st, fin, level) in mine:
                 f = w.flows[i]
                 tgt = "" if f.get("target_s") is None else f"{r + f['target_s'] - run_start:.6f}"
                 frows.write(f"{cfg['job']},{base},{f['name']},{f['src']},{f['dst']},{f['bytes']},{r - run_start:.6f},"
-                            f"{rel - run_start:.6f},{st - run_start:.6f},{fin - run_start:.6f},{tgt}\n")
+                            f"{rel - run_start:.6f},{st - run_start:.6f},{fin - run_start:.6f},{tgt},"
+                            f"{'' if level < 0 else level}\n")
             rows.write(f"{cfg['job']},{worker},{base},{k},{start - run_start:.6f},"
                        f"{min(comm, default=start) - run_start:.6f},{max(comm, default=end) - run_start:.6f},"
                        f"{end - run_start:.6f},0\n")
@@ -213,7 +245,8 @@ def run(cfg, worker, out_path):
         rows.close()
         frows.close()
         peers.close()
-    return {"job": cfg["job"], "worker": worker, "iterations": done, "realignments": 0}
+    return {"job": cfg["job"], "worker": worker, "iterations": done, "realignments": 0,
+            "replans_loaded": w.replans_loaded}
 
 
 def main(cfg, worker, out_path):

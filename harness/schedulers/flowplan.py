@@ -87,12 +87,19 @@ def flow_priorities(e, position=0, jobs=1, levels=PRIORITY_LEVELS):
     there are more jobs than levels), and within its levels a job's flows go by their offset d_i
     (the ideal start of the op that consumes them) in equal bins from the step's earliest to its
     latest offset: EchelonFlow's order across echelons, then earliest deadline first within one."""
+    return levels_by(e.d, position, jobs, levels)
+
+
+def levels_by(keys, position=0, jobs=1, levels=PRIORITY_LEVELS):
+    """The levels of a job at ``position`` among ``jobs`` for flows ranked by ``keys`` (smaller: more
+    urgent): the job's block of levels (levels // jobs of them) in equal bins from the smallest key to
+    the largest. The one binning of the plan (``flow_priorities``) and of re-plans (harness.schedulers.replan)."""
     per = max(1, levels // jobs)
     base = min(levels - per, position * levels // jobs)
-    lo, hi = min(e.d), max(e.d)
+    lo, hi = min(keys), max(keys)
     if hi - lo <= 0:
-        return [base] * len(e.d)
-    return [base + min(per - 1, int(per * (d - lo) / (hi - lo))) for d in e.d]
+        return [base] * len(keys)
+    return [base + min(per - 1, int(per * (k - lo) / (hi - lo))) for k in keys]
 
 
 def step_priorities(e, rank, jobs, levels=PRIORITY_LEVELS):
@@ -207,6 +214,7 @@ def plan(spec, routes, hosts_of, shifts_ms, period=None):
            "jobs": {}}
     paced = spec.flow_scheduler != "fair" and not prioritized
     out["priorities"] = PRIORITY_LEVELS if prioritized else None
+    out["replan"] = spec.replan             # harness.schedulers.replan re-plans the priorities in the run
     jobs = program_jobs(spec)
     for rank, j in enumerate(jobs):
         e = step_of(j)
@@ -271,8 +279,9 @@ def _capacity(spec):
 
 
 def schedule_programs(spec, routes):
-    """The plan (``interleave schedule``'s document) of a spec of program jobs: pinned hosts, the
-    spec's shifts (``fixed``) or searched ones (``fixed+cassini``), the flow scheduler's decision."""
+    """The plan (``interleave schedule``'s document) of a spec of program jobs (and, with ``fixed``,
+    profile jobs beside them): pinned hosts, the spec's shifts (``fixed``) or searched ones
+    (``fixed+cassini``), the flow scheduler's decision for the program jobs."""
     hosts = {j.name: j.hosts for j in spec.jobs}
     period = grid_period(spec, routes, hosts)
     search = {}
@@ -281,11 +290,18 @@ def schedule_programs(spec, routes):
     else:
         shifts = {j.name: j.time_shift_ms or 0.0 for j in spec.jobs}
     fp = plan(spec, routes, hosts, shifts, period)
+    profile_jobs = [j.name for j in spec.jobs if not j.is_program]
+    if profile_jobs:
+        fp["model_note"] = ("the profile jobs " + ", ".join(profile_jobs) + " are not in the flow model: their "
+                            "traffic shares the links in the run, the prediction leaves it out")
     period = fp["period_s"]
-    jobs = [{"name": j.name, "model": j.model, "hosts": j.hosts, "time_shift_ms": shifts[j.name],
-             "iteration_ms": round(period * 1000, 3), "iterations": j.iterations, "arrival_s": j.arrival_s,
-             "placed_at_s": j.arrival_s, "finish_est_s": round(j.arrival_s + j.iterations * period, 3),
-             "alone": False} for j in spec.jobs]
+    jobs = []
+    for j in spec.jobs:         # a profile job (spec with both kinds) runs its profile's iteration
+        it_s = period if j.is_program else spec.profiles[j.model].iteration_ms / 1000
+        jobs.append({"name": j.name, "model": j.model, "hosts": j.hosts, "time_shift_ms": shifts[j.name],
+                     "iteration_ms": round(it_s * 1000, 3), "iterations": j.iterations, "arrival_s": j.arrival_s,
+                     "placed_at_s": j.arrival_s, "finish_est_s": round(j.arrival_s + j.iterations * it_s, 3),
+                     "alone": False})
     return {
         "scheduler": spec.scheduler, "spec": spec.name, "seed": spec.seed,
         "topology": spec.topology.summary(), "reference_gbps": spec.reference_gbps,

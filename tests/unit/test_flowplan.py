@@ -84,14 +84,15 @@ def test_data_parallel_job_next_to_a_pipeline():
     assert fp["jobs"]["b"]["predicted"]["step_s"] > 1.5              # the last bucket's ring ends the step
 
 
-def test_flow_schedulers_need_program_jobs_and_programs_need_each_other():
+def test_flow_schedulers_need_program_jobs_and_mixed_jobs_need_fixed():
     with pytest.raises(UsageError, match="flow_scheduler: 'echelon'"):
         spec_mod.from_mapping({"jobs": [{"model": "vgg16"}], "flow_scheduler": "echelon"}, "t.yaml")
     raw = {"scheduler": "fixed", "jobs": [
         {"model": "gpt2", "workers": 2, "hosts": ["h1", "h7"], "pipeline": PIPE},
         {"model": "vgg16", "workers": 2, "hosts": ["h2", "h8"]}]}
-    with pytest.raises(UsageError, match=r"jobs\[1\]"):
-        spec_mod.from_mapping(raw, "t.yaml")
+    assert [j.is_program for j in spec_mod.from_mapping(raw, "t.yaml").jobs] == [True, False]
+    with pytest.raises(UsageError, match=r"^t\.yaml: scheduler: 'themis' is not allowed \(fixed with program jobs"):
+        spec_mod.from_mapping({**raw, "scheduler": "themis"}, "t.yaml")
 
 
 def test_scheduler_override_names_the_flow_scheduler():
@@ -212,3 +213,14 @@ def test_more_jobs_than_levels_share_levels_in_order():
     assert firsts == [0, 0, 1, 2, 3]
     rot = flowplan.step_priorities(e, rank=1, jobs=3)
     assert [r[0] for r in rot] == [1, 0, 2]       # step k: the job at rank k goes first
+
+
+def test_program_and_profile_jobs_share_a_spec_under_fixed_only():
+    raw = spec_mod.read_yaml(ROOT / "experiments/echelon-mixed.yaml")
+    sp = spec_mod.from_mapping(raw, "t.yaml")
+    assert [j.is_program for j in sp.jobs] == [True, False]
+    with pytest.raises(UsageError, match=r"^t\.yaml: scheduler: 'fixed\+cassini' is not allowed \(fixed with program"):
+        spec_mod.from_mapping({**raw, "scheduler": "fixed+cassini"}, "t.yaml")
+    from harness.simulate import simulate_spec
+    with pytest.raises(UsageError, match=r"^t\.yaml: jobs\[1\]: 'b' is not allowed .*emulator only"):
+        simulate_spec(sp)

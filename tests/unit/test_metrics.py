@@ -79,3 +79,26 @@ def test_priority_marks_sum_the_switch_ports_per_level():
                 "s3-eth1": {"marked": 9}}                      # a FIFO port: no levels
     out = priority_marks(counters, 4)
     assert out["levels"] == {"0": 6, "1": 0, "2": 2, "3": 3} and "most urgent" in out["meaning"]
+
+
+def test_a_spec_with_program_and_profile_jobs_totals_every_job():
+    """experiments/echelon-mixed.yaml: the pipeline's steps (1.5 s) and VGG19's iterations (0.3 s)
+    both count in the totals; each job keeps its own entry."""
+    from harness.replay import FLOW_COLUMNS
+    from harness.runner import add_step_metrics
+    sp = spec_mod.load(ROOT / "experiments" / "echelon-mixed.yaml")
+    plan = schedule(sp)
+    assert [j["iteration_ms"] for j in plan["jobs"]][1] == sp.profiles["vgg19"].iteration_ms
+    assert list(plan["flow_scheduler"]["jobs"]) == ["a"] and "b" in plan["flow_scheduler"]["model_note"]
+    iters, m = fake_measurement(plan, n=5)
+    a = iters.job == "a"
+    iters.loc[a, "end"] = iters.loc[a, "start"] + 1.5
+    flows = pd.DataFrame([("a", k, f["name"], f["src"], f["dst"], f["bytes"], 3.0 + k, 3.0 + k, 3.0 + k, 3.1 + k, None, 0)
+                          for k in range(5) for f in plan["flow_scheduler"]["jobs"]["a"]["flows"]], columns=FLOW_COLUMNS)
+    steady = {}
+    s = summarize(sp, plan, iters, pd.DataFrame(columns=LINK_COLUMNS), m, Dilation(1), sp.topology, steady)
+    add_step_metrics(s, plan, iters, flows, steady)
+    assert s["jobs"]["a"]["iteration_ms_mean"] == pytest.approx(1500) and s["jobs"]["a"]["flows"] == 5 * 48
+    assert s["jobs"]["b"]["iteration_ms_mean"] == pytest.approx(300) and "predicted_step_ms" not in s["jobs"]["b"]
+    assert s["totals"]["iteration_ms_mean"] == pytest.approx(900)             # 4 steady of each
+    assert s["totals"]["slowdown_mean"] == pytest.approx((1500 / 1320 + 300 / 298) / 2, rel=1e-3)

@@ -18,7 +18,7 @@ def receive(w, src, frames):
     t = threading.Thread(target=w._receiver, args=(b, src), daemon=True)
     t.start()
     for step, idx in frames:
-        a.sendall(HEADER.pack(step, idx, 1.0, 1.0) + b"\0" * CFG["flows"][idx]["bytes"])
+        a.sendall(HEADER.pack(step, idx, 1.0, 1.0, -1) + b"\0" * CFG["flows"][idx]["bytes"])
     a.close()
     t.join(5)
     b.close()
@@ -44,7 +44,7 @@ def test_a_connection_cut_inside_a_flow_is_an_error():
     a, b = socket.socketpair()
     t = threading.Thread(target=w._receiver, args=(b, 0), daemon=True)
     t.start()
-    a.sendall(HEADER.pack(0, 0, 1.0, 1.0) + b"\0" * 4)        # 4 of the flow's 10 bytes
+    a.sendall(HEADER.pack(0, 0, 1.0, 1.0, -1) + b"\0" * 4)        # 4 of the flow's 10 bytes
     a.close()
     t.join(5)
     b.close()
