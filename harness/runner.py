@@ -225,7 +225,8 @@ class Session:
         self.rp = Replayer(self.fab, self.work, self.log, self.dil.factor)
         self.run_start = mono()
         self.replanner = replan.Replanner(self.spec.replan, self.plan["flow_scheduler"], self.rp.dir, FLOW_COLUMNS,
-                                          lambda: self.dil.model(mono() - self.run_start), self.dil.model) \
+                                          lambda: self.dil.model(mono() - self.run_start), self.dil.model,
+                                          {j["name"]: j["iterations"] for j in self.plan["jobs"]}) \
             if self.spec.replan else None
         # one reference instant for the whole run: job j's iteration k is planned at slot k of its
         # grid from t_ref (a later job starts at its first slot after it can be ready)

@@ -129,8 +129,11 @@ class Replanner:
     """The runner's side: ``tick()`` from its loop; re-plans when due, writes each job's table for
     its agents, keeps the record."""
 
-    def __init__(self, block, decision, agents_dir, columns, clock, model_s=lambda x: x):
+    def __init__(self, block, decision, agents_dir, columns, clock, model_s=lambda x: x, steps=None):
+        """``steps``: {job: its steps in the run}; a job that has completed them no longer holds
+        the next plan back."""
         self.every, self.window = block["every_steps"], block["window_steps"]
+        self.steps = steps or {}
         self.jobs = {name: d["flows"] for name, d in decision["jobs"].items()}
         self.dir, self.clock, self.model_s = Path(agents_dir), clock, model_s
         self.log = ArrivalLog(agents_dir, columns)
@@ -147,8 +150,9 @@ class Replanner:
         rows = self.log.read()
         done = {n: complete_steps(rows.get(n, []), len(f)) for n, f in self.jobs.items()}
         # step 0 is warm-up (connections, first slot); a job counts its steps from 1
-        counts = {n: len([s for s in steps if s > 0]) for n, steps in done.items()}
-        if min(counts.values()) < self.next_at:
+        counts = {n: len([s for s in steps if s > 0]) for n, steps in done.items()
+                  if len(steps) < self.steps.get(n, float("inf"))}
+        if not counts or min(counts.values()) < self.next_at:
             self.cpu_ms += (time.thread_time() - cpu0) * 1000
             return None
         self.next_at = min(counts.values()) + self.every

@@ -132,3 +132,16 @@ def test_the_runner_re_plans_every_n_complete_steps_and_the_agents_use_the_table
     w.load_replan()                                                 # the same version once
     assert w.replans_loaded == 1
     assert [w.priority(3, 0), w.priority(4, 0), w.priority(9, 1)] == [2, 0, 3]
+
+
+def test_a_job_that_completed_its_steps_does_not_hold_the_next_plan_back(tmp_path):
+    decision = {"jobs": {"a": {"flows": FLOWS}, "b": {"flows": FLOWS}}}
+    rp = replan.Replanner({"every_steps": 2, "window_steps": 2}, decision, tmp_path, FLOW_COLUMNS, lambda: 0.0,
+                          steps={"a": 3, "b": 10})
+    same = {"x": 0.0, "y": 0.0, "z": 0.0}
+    write_rows(tmp_path / "a.w1.csv.flows", "a", [r for k in range(3) for r in rows("xyz", k, same, same)])
+    write_rows(tmp_path / "b.w1.csv.flows", "b", [r for k in range(5) for r in rows("xyz", k, same, same)])
+    assert rp.tick() is not None                   # a done with 3 steps; b has 4 after warm-up
+    assert rp.records[-1]["version"] == 1 and rp.next_at == 4 + 2
+    write_rows(tmp_path / "b.w1.csv.flows", "b", [r for k in range(5, 7) for r in rows("xyz", k, same, same)])
+    assert rp.tick() is not None and rp.version == 2
