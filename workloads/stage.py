@@ -157,9 +157,7 @@ class Worker:
             return
         try:
             doc = json.loads(open(path).read())
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError):      # replaced while read: the next step reads it again
+        except (OSError, ValueError):      # none yet, or replaced while read: the next step reads it again
             return
         if doc["version"] > self.replan_version:
             self.replan_version = doc["version"]

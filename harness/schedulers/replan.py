@@ -50,7 +50,8 @@ def validate(where, raw, error):
     for k, v in out.items():
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise error(where, f"replan.{k}", v, "a whole number of steps >= 1")
-    sharing = (raw.get("link") or {}).get("sharing") if isinstance(raw.get("link"), dict) else None
+    link = raw.get("link")
+    sharing = link.get("sharing") if isinstance(link, dict) else None
     if raw.get("flow_scheduler") != "echelon" or sharing != "priority":
         raise error(where, "replan", block, "only with flow_scheduler echelon on link.sharing priority "
                     "(it re-plans the flows' priorities)")
