@@ -77,26 +77,21 @@ def behind(rows, d):
     return sum(per.values()) / len(per) if per else 0.0
 
 
-def complete_steps(rows, n_flows):
-    """The steps of which every one of the job's ``n_flows`` flows has arrived, in order."""
-    count = {}
-    for r in rows:
-        count[r["step"]] = count.get(r["step"], 0) + 1
-    return sorted(s for s, c in count.items() if c >= n_flows)
+def complete_steps(by_step, n_flows):
+    """The steps of which every one of the job's ``n_flows`` flows has arrived, in order
+    (``by_step``: {step: its flows rows})."""
+    return sorted(s for s, rows in by_step.items() if len(rows) >= n_flows)
 
 
 def plan(jobs, rows_of, levels=PRIORITY_LEVELS):
     """The re-planned priorities: ``jobs`` {name: plan flows (name, d_s) in the agents' order}, in job
     order; ``rows_of`` {name: flows rows of its window}. Returns {name: (behind_s, [level per flow])}."""
-    lag = {}
-    for name, flows in jobs.items():
-        d = {f["name"]: f["d_s"] for f in flows}
-        lag[name] = behind(rows_of.get(name, []), d)
-    order = sorted(jobs, key=lambda n: (-lag[n], list(jobs).index(n)))
+    d_of = {name: {f["name"]: f["d_s"] for f in flows} for name, flows in jobs.items()}
+    lag = {name: behind(rows_of.get(name, []), d_of[name]) for name in jobs}
+    order = sorted(jobs, key=lambda n: -lag[n])             # stable: ties keep job order
     out = {}
     for name, flows in jobs.items():
-        d = {f["name"]: f["d_s"] for f in flows}
-        lx = laxity(rows_of.get(name, []), d)
+        lx = laxity(rows_of.get(name, []), d_of[name])
         keys = [lx[f["name"]] for f in flows] if all(f["name"] in lx for f in flows) else [f["d_s"] for f in flows]
         out[name] = (lag[name], levels_by(keys, order.index(name), len(jobs), levels))
     return out
@@ -104,11 +99,11 @@ def plan(jobs, rows_of, levels=PRIORITY_LEVELS):
 
 class ArrivalLog:
     """The flows rows the stage receivers append to ``<agents>/<job>.w<i>.csv.flows``, read as they
-    grow (whole lines only)."""
+    grow (whole lines only), kept as ``steps``: {job: {step: its rows}}."""
 
     def __init__(self, agents_dir, columns):
         self.dir, self.columns = Path(agents_dir), columns
-        self.offset, self.rows = {}, {}
+        self.offset, self.steps = {}, {}
 
     def read(self):
         for f in sorted(self.dir.glob("*.csv.flows")):
@@ -122,8 +117,8 @@ class ArrivalLog:
                 v = dict(zip(self.columns, line.split(",")))
                 row = {"flow": v["flow"], "step": int(v["step"]),
                        **{k: float(v[k]) for k in ("reference", "release", "start", "finish")}}
-                self.rows.setdefault(v["job"], []).append(row)
-        return self.rows
+                self.steps.setdefault(v["job"], {}).setdefault(row["step"], []).append(row)
+        return self.steps
 
 
 class Replanner:
@@ -140,7 +135,8 @@ class Replanner:
         self.log = ArrivalLog(agents_dir, columns)
         self.next_at = self.every
         self.version = 0
-        self.records = []
+        self.records = []               # one per plan and job (replans.csv)
+        self.costs = []                 # (CPU ms, wall ms) of each plan
         self.cpu_ms = 0.0               # every tick's, re-planning or not
 
     def path(self, job):
@@ -148,8 +144,8 @@ class Replanner:
 
     def tick(self):
         cpu0, wall0 = time.thread_time(), time.perf_counter()
-        rows = self.log.read()
-        done = {n: complete_steps(rows.get(n, []), len(f)) for n, f in self.jobs.items()}
+        steps = self.log.read()
+        done = {n: complete_steps(steps.get(n, {}), len(f)) for n, f in self.jobs.items()}
         # step 0 is warm-up (connections, first slot); a job counts its steps from 1
         counts = {n: len([s for s in steps if s > 0]) for n, steps in done.items()
                   if len(steps) < self.steps.get(n, float("inf"))}
@@ -157,33 +153,31 @@ class Replanner:
             self.cpu_ms += (time.thread_time() - cpu0) * 1000
             return None
         self.next_at = min(counts.values()) + self.every
-        window = {n: set([s for s in done[n] if s > 0][-self.window:]) for n in self.jobs}
+        window = {n: [s for s in done[n] if s > 0][-self.window:] for n in self.jobs}
         # measured times go to model time (d_i is model time): offsets scale with the dilation
         win_rows = {n: [{**r, **{k: self.model_s(r[k]) for k in ("reference", "release", "start", "finish")}}
-                        for r in rows.get(n, []) if r["step"] in window[n]] for n in self.jobs}
+                        for s in window[n] for r in steps[n][s]] for n in self.jobs}
         new = plan(self.jobs, win_rows)
         self.version += 1
-        for name, (lag, prio) in new.items():
-            doc = {"version": self.version, "from_step": max(done[name]) + LEAD_STEPS, "priority": prio}
+        from_step = {name: max(done[name]) + LEAD_STEPS for name in new}
+        for name, (_lag, prio) in new.items():
             tmp = self.dir / f".{name}.replan.json"
-            tmp.write_text(json.dumps(doc))
+            tmp.write_text(json.dumps({"version": self.version, "from_step": from_step[name], "priority": prio}))
             os.replace(tmp, self.path(name))
         cpu, wall = (time.thread_time() - cpu0) * 1000, (time.perf_counter() - wall0) * 1000
         self.cpu_ms += cpu
+        self.costs.append((cpu, wall))
         at = self.clock()
         for name, (lag, prio) in new.items():
             self.records.append({"version": self.version, "time_s": round(at, 3), "job": name,
-                                 "from_step": max(done[name]) + LEAD_STEPS, "behind_ms": round(lag * 1000, 3),
+                                 "from_step": from_step[name], "behind_ms": round(lag * 1000, 3),
                                  "priority": " ".join(map(str, prio)), "cpu_ms": round(cpu, 3), "wall_ms": round(wall, 3)})
         return new
 
     def summary(self):
         """summary.json's ``replan`` values (harness.metrics.REPLAN)."""
-        per = {}
-        for r in self.records:
-            per[r["version"]] = r
-        cpu = [r["cpu_ms"] for r in per.values()]
-        wall = [r["wall_ms"] for r in per.values()]
-        return {"every_steps": self.every, "window_steps": self.window, "plans": len(per), "rule": RULE,
+        cpu = [c for c, _w in self.costs]
+        wall = [w for _c, w in self.costs]
+        return {"every_steps": self.every, "window_steps": self.window, "plans": len(self.costs), "rule": RULE,
                 "cpu_ms_mean": sum(cpu) / len(cpu) if cpu else None, "cpu_ms_max": max(cpu, default=None),
                 "wall_ms_mean": sum(wall) / len(wall) if wall else None, "cpu_ms_total": self.cpu_ms}

@@ -114,7 +114,7 @@ def test_the_runner_re_plans_every_n_complete_steps_and_the_agents_use_the_table
     write_rows(f, "a", rows("xyz", 0, rel, dur) + rows("xyz", 1, rel, dur))
     assert rp.tick() is None                        # one step after warm-up
     write_rows(f, "a", rows("xyz", 2, rel, dur)[:2], tail="a,2,z,0,1,10")      # step 2: half a row of z
-    assert rp.tick() is None and rp.log.rows["a"][-1]["flow"] == "y"
+    assert rp.tick() is None and rp.log.steps["a"][2][-1]["flow"] == "y"
     write_rows(f, "a", [], tail="00,20.0,20.0,20.0,20.01,,\n")
     new = rp.tick()
     assert new["a"][1] == [0, 3, 3]                 # x: laxity 0.1 - 0.3 < 0 -> first
