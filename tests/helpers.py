@@ -13,6 +13,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SYSCTL_EXTRA = ("/proc/sys/kernel/pty/max", "/proc/sys/fs/file-max",
                 "/proc/sys/net/ipv4/tcp_available_congestion_control")   # read-only, but a module load changes it
 CLI_TIMEOUT_S = 300
+# The time_dilation of the emulation tests that assert the fidelity guard's verdict or a step time
+# against a prediction (test_demo, test_echelon's run_echelon): the fabric at half rate and every
+# time of the plan doubled (workloads.timing.Dilation), so the emulator keeps up on the slower
+# machines of this kind CI lands on. Measured: on a box 3.4x slower at pure Python than the one
+# the published tables were measured on (bench/sim_speed.py: 84.3 s against 24.8), undilated runs
+# of those tests were flagged by the guard (demo: 1 of 6 runs in CI, 2026-12-04) or stepped
+# 10.9-13.4 % off the prediction (limit 10 %); at 2 they passed (spreads in each test's docstring).
+TEST_DILATION = 2
 
 
 def sysctl_snapshot():

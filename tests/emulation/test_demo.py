@@ -18,13 +18,20 @@ luck. CASSINI's own mean sits 2-7 % above the profile's 298 ms: each communicati
 ms late on the 6-hop path (median 120-124 ms for the profile's 119), the grid drifts, and the
 leader re-aligns (11-21 times a minute); that is the emulator's cost, reported in summary.json,
 not asserted here.
+
+Run at ``tests.helpers.TEST_DILATION`` (2): on the slower machines of this kind one of six
+undilated runs was flagged by the guard in CI (2026-12-04). Measured at 2 on such a machine
+(2026-12-04, one run of this test, quiet): CASSINI 300.4-302.3 ms (0-6 marks), themis 320.6-361.9
+ms (1,689-3,332 marks), the guard's busy seconds at most 1.5 % (limit 10 %).
 """
 import pytest
 import json
 
+import yaml
+
 from harness import spec as spec_mod
 from harness.simulate import simulate_spec
-from tests.helpers import interleave
+from tests.helpers import ROOT, TEST_DILATION, interleave
 
 pytestmark = pytest.mark.root
 
@@ -35,11 +42,14 @@ PAIRS = 3
 
 
 def test_demo_cassini_beats_themis(tmp_path):
+    raw = yaml.safe_load((ROOT / "experiments/demo.yaml").read_text())
+    spec = tmp_path / "demo.yaml"
+    spec.write_text(yaml.safe_dump(dict(raw, time_dilation=TEST_DILATION)))
     runs = {"themis": [], "themis+cassini": []}
     for i in range(PAIRS):
         for sched in runs:
             out = tmp_path / f"{sched.replace('+', '-')}-{i}"
-            p = interleave("run", "experiments/demo.yaml", "--scheduler", sched, "--out", str(out), "--quiet",
+            p = interleave("run", str(spec), "--scheduler", sched, "--out", str(out), "--quiet",
                            "--json", timeout=400)
             assert p.returncode == 0, p.stderr[-2000:]
             assert FILES <= {f.name for f in out.iterdir()}

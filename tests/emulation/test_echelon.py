@@ -14,6 +14,10 @@ tests/emulation/test_pacing.py). Measured on this machine kind (2026-12-04, this
 quiet runs with the model calibrated under telemetry): steps +1.0 to +2.6 % of the prediction;
 median pacing error +1.0 to +3.2 ms with a median budget (target - release) of 4.7-5.5 ms. With
 the first calibration of that day (3 runs): steps +3.5 to +5.7 %, pacing error +7.2 to +8.6 ms.
+The tests that assert the guard's verdict and the 10 % run at ``tests.helpers.TEST_DILATION`` (2):
+undilated, a slower machine of this kind stepped 10.9-13.4 % off the prediction (2026-12-04, CI
+and a quiet run); at 2 on it (one quiet run each): tensor -1.1 / +0.6 %, pipeline + data-parallel
++1.0 / +0.7 %, busy seconds at most 4.3 % (limit 10 %).
 """
 import pytest
 import json
@@ -21,7 +25,7 @@ import json
 import pandas as pd
 import yaml
 
-from tests.helpers import ROOT, interleave
+from tests.helpers import ROOT, TEST_DILATION, interleave
 
 pytestmark = pytest.mark.root
 
@@ -44,9 +48,10 @@ def run_spec(tmp_path, spec_name, iterations, **changes):
 
 
 def run_echelon(tmp_path, spec_name, iterations, **changes):
-    """``run_spec``, having also checked that the run passed the fidelity guard, and that every
-    job's step is within 10 % of the plan's prediction and never faster than with no communication."""
-    s, out = run_spec(tmp_path, spec_name, iterations, **changes)
+    """``run_spec`` at ``TEST_DILATION``, having also checked that the run passed the fidelity guard,
+    and that every job's step is within 10 % of the plan's prediction and never faster than with no
+    communication."""
+    s, out = run_spec(tmp_path, spec_name, iterations, time_dilation=TEST_DILATION, **changes)
     assert s["flow_scheduler"] == "echelon" and s["fidelity"]["ok"], s["fidelity"]
     for name, j in s["jobs"].items():
         assert abs(j["iteration_ms_mean"] / j["predicted_step_ms"] - 1) <= 0.10, (name, j)
