@@ -36,6 +36,8 @@ BUSY_SECONDS_MAX = 0.10       # at most this share of busy seconds in a run
 TIMER_FRAC = 0.05             # agents' sleep lateness, p99 (pooled; or of an agent), over the shortest iteration
 TIMER_MIN_SLEEPS = 200        # an agent's own p99 is judged from this many sleeps (its 2nd-worst at 200)
 DATAPATH_DROP_FRAC = 1e-3     # packets OVS lost itself, over the packets the fabric's ports sent
+SLOW_HOST_FIX = ("if nothing else was running, this machine is too slow for the spec undilated: "
+                 "raise time_dilation (README, 'The fidelity guard')")
 
 
 def cpu_idle():
@@ -122,14 +124,14 @@ def verdict(sig):
     busy = sig.get("cpu_busy_seconds_share")
     if busy is not None and busy > BUSY_SECONDS_MAX:
         notes.append(f"host CPU: {busy:.0%} of the run's seconds were under {IDLE_MIN:.0%} idle "
-                     f"(at most {BUSY_SECONDS_MAX:.0%} allowed): the emulator could not keep up")
+                     f"(at most {BUSY_SECONDS_MAX:.0%} allowed): the emulator could not keep up; {SLOW_HOST_FIX}")
     limit = sig["timer_late_ms_allowed"]
     for key, what in (("timer_late_ms_p99_pooled", "of all agents' sleeps"),
                       ("timer_late_ms_p99_worst_judged", f"of one agent (>= {TIMER_MIN_SLEEPS} sleeps)")):
         late = sig.get(key)
         if late is not None and late > limit:
             notes.append(f"agents' timers: p99 lateness {what} {late:.1f} ms (at most {limit:g} ms, {TIMER_FRAC:.0%} "
-                         "of the shortest iteration): compute phases and time-shifts ran late")
+                         f"of the shortest iteration): compute phases and time-shifts ran late; {SLOW_HOST_FIX}")
             break
     if sig["max_link_utilization_1s"] > sig["shaping_allowance"]:
         notes.append(f"a link carried {sig['max_link_utilization_1s']:.1%} of its configured rate over a 1 s "

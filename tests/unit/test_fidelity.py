@@ -32,14 +32,15 @@ def test_busy_seconds_beyond_the_allowance_flag_the_run():
     s = sig([0.01] * busy + [0.6] * (n - busy))
     assert s["cpu_busy_seconds_share"] > fidelity.BUSY_SECONDS_MAX
     ok, notes = fidelity.verdict(s)
-    assert not ok and "could not keep up" in notes[0]
+    assert not ok and "could not keep up" in notes[0] and "raise time_dilation" in notes[0]
     ok, _ = fidelity.verdict(sig([0.01] * (busy - 1) + [0.6] * (n - busy + 1)))
     assert ok
 
 
 def test_late_timers_and_broken_shaping_flag_the_run():
     limit = fidelity.TIMER_FRAC * 300.0
-    assert not fidelity.verdict(sig([0.6] * 10, late=limit + 0.1))[0]
+    ok, notes = fidelity.verdict(sig([0.6] * 10, late=limit + 0.1))
+    assert not ok and "ran late" in notes[0] and "raise time_dilation" in notes[0]
     assert fidelity.verdict(sig([0.6] * 10, late=limit - 0.1))[0]
     assert not fidelity.verdict(sig([0.6] * 10, late=limit - 0.1, iteration_ms=100.0))[0]   # relative to the iteration
     ok, notes = fidelity.verdict(sig([0.6] * 10, peak=1.2, allowed=1.02))
