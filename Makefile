@@ -40,12 +40,14 @@ cassini-leafspine: setup
 # then echelon on priority queues against fair sharing and coflow (experiments/sets/echelon-priority.yaml)
 # and the calibrated flow model's predictions against those measurements (harness.modelcheck);
 # then echelon's priorities fixed against re-planned from measured arrivals (experiments/sets/echelon-replan.yaml)
+# then a pipeline next to CASSINI's VGG19 profile job, fair against echelon (experiments/sets/echelon-mixed.yaml)
 echelon: setup
 	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --out results/echelon
 	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --simulate --out results/echelon-sim
 	$(PY) -m harness.cli reproduce experiments/sets/echelon-priority.yaml --out results/echelon-priority --publish results/README.md
 	$(PY) -m harness.modelcheck experiments/sets/echelon-priority.yaml --out results/echelon-priority --publish results/README.md
 	$(PY) -m harness.cli reproduce experiments/sets/echelon-replan.yaml --out results/echelon-replan --publish results/README.md
+	$(PY) -m harness.cli reproduce experiments/sets/echelon-mixed.yaml --out results/echelon-mixed --publish results/README.md
 
 test: setup
 	$(PY) -m pytest -q tests/unit tests/emulation

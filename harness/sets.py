@@ -237,8 +237,8 @@ def ratio_row(base_runs, other_runs, base_row, other_row):
 
 
 def per_job(out, name, scheduler, reps, sums):
-    """{job: {model, iteration_ms, comm_ms}} averaged over the kept repeats ``reps`` (comm from
-    iterations.csv)."""
+    """{job: {model, iteration_ms, comm_ms, ect_ms (program jobs; else None)}}: means over the kept
+    repeats ``reps``, each metric + "_ci" its 95 % interval (comm from iterations.csv)."""
     import pandas as pd
     from harness.report import comm_ms_mean
     acc = {}
@@ -246,17 +246,18 @@ def per_job(out, name, scheduler, reps, sums):
         d = run_dir(out, name, scheduler, k)
         it = pd.read_csv(d / "iterations.csv") if (d / "iterations.csv").exists() else None
         for job, j in summ["jobs"].items():
-            a = acc.setdefault(job, {"model": j["model"], "iteration_ms": [], "comm_ms": []})
+            a = acc.setdefault(job, {"model": j["model"], "iteration_ms": [], "comm_ms": [], "ect_ms": []})
             a["iteration_ms"].append(j["iteration_ms_mean"])
+            a["ect_ms"].append(j.get("ect_ms_mean"))
             if it is not None:
                 a["comm_ms"].append(comm_ms_mean(it, job))
-    return {job: {"model": a["model"], "iteration_ms": _mean(a["iteration_ms"]), "comm_ms": _mean(a["comm_ms"])}
-            for job, a in acc.items()}
-
-
-def _mean(vals):
-    vals = [v for v in vals if v is not None]
-    return round(float(np.mean(vals)), 4) if vals else None
+    rows = {}
+    for job, a in acc.items():
+        row = {"model": a["model"]}
+        for m in ("iteration_ms", "comm_ms", "ect_ms"):
+            row[m], row[m + "_ci"] = mean_ci(a[m])
+        rows[job] = row
+    return rows
 
 
 def ratio(a, b, digits=3):
@@ -337,14 +338,15 @@ def markdown(st, table, floors=None, absent=None):
     for name, e in table.items():
         for s, row in e["schedulers"].items():
             for job, j in row.get("jobs", {}).items():
-                comm = "-" if j["comm_ms"] is None else f"{j['comm_ms']:.1f} ms"
-                lines.append(f"| {name} | {s} | {job} | {j['model']} | {j['iteration_ms']} ms | {comm} |")
-    ect = [(name, s, row) for name, e in table.items() for s, row in e["schedulers"].items()
-           if row.get("ect_ms_mean") is not None]
+                lines.append(f"| {name} | {s} | {job} | {j['model']} | {fmt(j, 'iteration_ms', ' ms', 1)} | "
+                             f"{fmt(j, 'comm_ms', ' ms', 1)} |")
+    ect = [(name, s, job, j) for name, e in table.items() for s, row in e["schedulers"].items()
+           for job, j in row.get("jobs", {}).items() if j.get("ect_ms") is not None]
     if ect:
-        lines += ["", "## EchelonFlow completion time (pipeline and tensor jobs; mean over steps and jobs)", "",
-                  "| spec | scheduler | mean step | ECT |", "| --- | --- | --- | --- |"]
-        lines += [f"| {name} | {s} | {row['iteration_ms_mean']} ms | {row['ect_ms_mean']} ms |" for name, s, row in ect]
+        lines += ["", "## EchelonFlow completion time (pipeline and tensor jobs; mean over repeats of each job's "
+                  "mean over its steps)", "", "| spec | scheduler | job | mean step | ECT |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {name} | {s} | {job} | {fmt(j, 'iteration_ms', ' ms', 1)} | {fmt(j, 'ect_ms', ' ms', 1)} |"
+                  for name, s, job, j in ect]
     if absent:
         lines += ["", f"## Missing runs ({len(absent)}: no summary.json, in no mean)", "",
                   "| spec | scheduler | repeat | left beside it |", "| --- | --- | --- | --- |"]

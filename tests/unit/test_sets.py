@@ -175,3 +175,24 @@ def test_tuning_choices_count_the_runs_per_choice():
     got = sets.tuning_choices([rec(a, True), rec(b, True), rec(a, True)])
     assert got == {"objective": "jct_mean", "held_out": True, "grid": 12, "chosen": [[a, 2], [b, 1]]}
     assert sets.tuning_choices([rec(a, True), rec(a, False)])["held_out"] is False
+
+
+def test_per_job_rows_give_intervals_and_ect_only_for_program_jobs(tmp_path):
+    """Each job's mean step over the repeats with its 95 % interval; the completion-time table lists
+    the jobs that have an ECT (program jobs), each with its own step, not the totals over every job."""
+    def run(spec, d, quiet=False, log=None):
+        d.mkdir(parents=True)
+        k = spec.seed - 1
+        jobs = {"a": {"model": "gpt2", "iteration_ms_mean": 1500.0 + 10 * k, "ect_ms_mean": 200.0 + 2 * k},
+                "b": {"model": "vgg19", "iteration_ms_mean": 460.0 + 4 * k}}
+        (d / "summary.json").write_text(json.dumps({"scheduler": spec.scheduler, "fidelity": {"ok": True},
+                                                    "jobs": jobs, "totals": {"iteration_ms_mean": 600.0}}))
+    st = sets.load_set(write_set(tmp_path, f"repeats: 2\nruns: [{{spec: {SPEC}, schedulers: [themis]}}]\n"))
+    sets.execute(st, tmp_path / "o", run, log=lambda m: None)
+    md, _ = sets.write(st, tmp_path / "o", plots=False)
+    # two values 10 apart: mean +- t(0.975, 1) * 10 / sqrt(2) / sqrt(2) = 12.706 * 5
+    assert "| demo | themis | a | gpt2 | 1505.0 [1441.5, 1568.5] ms | - |" in md
+    assert "| demo | themis | b | vgg19 | 462.0 [436.6, 487.4] ms | - |" in md
+    ect = md.split("## EchelonFlow completion time")[1]
+    assert "| demo | themis | a | 1505.0 [1441.5, 1568.5] ms | 201.0 [188.3, 213.7] ms |" in ect
+    assert "| b |" not in ect and "600" not in ect
