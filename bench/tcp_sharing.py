@@ -3,7 +3,8 @@
 model's link (issue 17). On the 24-host fat-tree at the echelon specs' link (50 Mbit/s, 9000-byte
 MTU), per queue sharing (fifo, priority), it times flows released together (finish - release, as
 workloads.stage reports them): one flow alone over 2 and 6 hops at sizes 10 KB-640 KB, two flows
-sharing a path's fabric links (40 KB and 160 KB each), three flows into one host (160 KB each),
+sharing a path's fabric links (40 KB and 160 KB each; 160 KB with the second released 2, 5 or
+10 ms after the first: what a head start is worth), three flows into one host (160 KB each),
 two such pairs at once (eight agents, as in the echelon specs), two and four flows on disjoint
 paths (40 KB; 160 KB), a ring of four ranks and two such rings sharing links (40 KB each: one
 all-reduce step of the tensor spec); the run's telemetry samples the fabric meanwhile, as in a run.
@@ -43,10 +44,12 @@ KB = 1000
 DISJOINT = [("h1", "h7"), ("h13", "h19"), ("h10", "h4"), ("h22", "h16")]     # no fabric link in common
 RING_A = [("h1", "h7"), ("h7", "h13"), ("h13", "h19"), ("h19", "h1")]        # echelon-tensor's job a
 RING_B = [("h2", "h8"), ("h8", "h14"), ("h14", "h20"), ("h20", "h2")]        # and job b
-# (name, [(src host, dst host, bytes)]): flows released together each step
+# (name, [(src host, dst host, bytes[, delay s])]): flows released together each step (a delay staggers one)
 SCENARIOS = ([(f"alone 6 hops {s} KB", [("h1", "h7", s * KB)]) for s in (10, 20, 40, 80, 160, 320, 640)]
              + [(f"alone 2 hops {s} KB", [("h1", "h2", s * KB)]) for s in (40, 160)]
              + [(f"pair {s} KB", [("h1", "h7", s * KB), ("h2", "h8", s * KB)]) for s in (40, 160)]
+             + [(f"pair 160 KB, second {d} ms later", [("h1", "h7", 160 * KB), ("h2", "h8", 160 * KB, d / 1000)])
+                for d in (2, 5, 10)]
              + [("incast 3 x 160 KB", [("h7", "h1", 160 * KB), ("h13", "h1", 160 * KB), ("h19", "h1", 160 * KB)]),
                 ("two pairs 160 KB", [("h1", "h7", 160 * KB), ("h2", "h8", 160 * KB), ("h13", "h19", 160 * KB),
                                       ("h14", "h20", 160 * KB)])]
@@ -147,6 +150,17 @@ def measure_all(steps, telemetry=True):
     return doc
 
 
+def rms_error(scenarios):
+    """{"staggered pairs" | "the other scenarios": (RMS of fitted - measured median in ms, flows)}
+    over a document's scenarios (a staggered one releases a flow later: SCENARIOS' fourth element)."""
+    staggered = {name for name, flows in SCENARIOS if any(len(f) > 3 for f in flows)}
+    err = {"staggered pairs": [], "the other scenarios": []}
+    for name, rows in scenarios.items():
+        for r in rows:
+            err["staggered pairs" if name in staggered else "the other scenarios"].append(r["fitted_ms"] - r["measured_ms"][1])
+    return {k: (float(np.sqrt(np.mean(np.square(v)))), len(v)) for k, v in err.items() if v}
+
+
 def markdown(doc):
     lines = [f"# tcp sharing\n\nMeasured {doc.get('date', '')}, {doc['steps']} steps per scenario, on the 24-host "
              "fat-tree at 50 Mbit/s (9000-byte MTU), "
@@ -162,6 +176,8 @@ def markdown(doc):
                 p25, med, p75 = r["measured_ms"]
                 lines.append(f"| {name} | f{i} | {med:.1f} [{p25:.1f}, {p75:.1f}] ms | {r['fitted_ms']:.1f} ms | "
                              f"{r['uncalibrated_ms']:.1f} ms |")
+        lines += ["", "Fitted model's RMS error against the medians: " + "; ".join(
+            f"{what} {rms:.1f} ms ({n} flows)" for what, (rms, n) in rms_error(d["scenarios"]).items()) + "."]
     late = doc["op_lateness_ms"]
     lines += ["", f"Agents' sleep lateness (every agent of every scenario, {late['sleeps']} sleeps): mean "
               f"{np.mean(late['quantiles']):.2f} ms, p50 {late['p50']} ms, p99 {late['p99']} ms; 20 quantiles (ms): "

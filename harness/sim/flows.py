@@ -335,16 +335,19 @@ def _points(curve, t0, size):
 
 
 def released_together(flows):
-    """(hosts, EchelonFlow) of ``flows`` [(src host, dst host, bytes)] released together: one worker
-    per host (in order of first appearance) releases the flows it sends ("S<w>", 1 ms), then waits
-    for those sent to it ("R<w>", 1 ms); a host may do both, as the ranks of a ring. The scenarios
-    of bench/tcp_sharing.py, modelled here and run by the agents (flowplan.programs)."""
+    """(hosts, EchelonFlow) of ``flows`` [(src host, dst host, bytes[, delay s])] released together:
+    one worker per host (in order of first appearance) releases the flows it sends ("S<w>", 1 ms
+    plus the largest delay of its flows: a staggered start), then waits for those sent to it
+    ("R<w>", 1 ms); a host may do both, as the ranks of a ring. The scenarios of
+    bench/tcp_sharing.py, modelled here and run by the agents (flowplan.programs)."""
     hosts = list(dict.fromkeys([f[0] for f in flows] + [f[1] for f in flows]))
     w = {h: i for i, h in enumerate(hosts)}
-    fl = [echelon.Flow(f"f{i}", w[s], w[d], b, after=f"S{w[s]}", feeds=f"R{w[d]}") for i, (s, d, b) in enumerate(flows)]
+    fl = [echelon.Flow(f"f{i}", w[f[0]], w[f[1]], f[2], after=f"S{w[f[0]]}", feeds=f"R{w[f[1]]}")
+          for i, f in enumerate(flows)]
     ops, order = {}, {}
     for h in hosts:
-        ops[f"S{w[h]}"] = (w[h], 0.001, [])
+        delay = max([f[3] for f in flows if f[0] == h and len(f) > 3] or [0.0])
+        ops[f"S{w[h]}"] = (w[h], 0.001 + delay, [])
         order[w[h]] = [f"S{w[h]}"]
         if any(f[1] == h for f in flows):
             ops[f"R{w[h]}"] = (w[h], 0.001, [])
@@ -354,7 +357,7 @@ def released_together(flows):
 
 def model_flow_times(flows, routes, link, burst_bytes, flow_latency_s, store_and_forward=False, start_cost_s=0.0):
     """The flow model's time (release to arrival, s) of each of ``flows`` [(src host, dst host,
-    bytes)] released together (``released_together``) at the emulated rate, fair sharing: what
+    bytes[, delay s])] released together (``released_together``) at the emulated rate, fair sharing: what
     bench/tcp_sharing.py measures in emulation."""
     hosts, e = released_together(flows)
     cap = {l: link.rate_mbps / 1000 for p in routes.values() for l in directed_links(p)}

@@ -31,6 +31,15 @@ def test_flows_starting_together_split_a_shared_links_tokens(routes):
     assert both[0] == pytest.approx((80 - 30) * KB / 6.25e6)             # 50 KB left, sharing the link
 
 
+def test_a_flow_released_later_finds_the_shared_links_tokens_taken(routes):
+    # the benchmark's staggered pair: h2 -> h8 released 5 ms after h1 -> h7 (a fourth element)
+    lead, late = model_flow_times([("h1", "h7", 160 * KB), ("h2", "h8", 160 * KB, 0.005)], routes, LINK, 30 * KB, 0.0)
+    # the leader: 30 KB at once, 5 ms alone (31.25 KB), the remaining 98.75 KB at half the rate
+    assert lead == pytest.approx(0.005 + 98.75 * KB / 3.125e6)
+    # the second: no tokens left on the shared uplink; half the rate until the leader ends, then all
+    assert late == pytest.approx(98.75 * KB / 3.125e6 + 61.25 * KB / 6.25e6)
+
+
 def test_the_uncalibrated_model_adds_one_packet_of_store_and_forward_per_hop(routes):
     (t,) = model_flow_times([("h1", "h7", 160 * KB)], routes, LINK, 0.0, 0.0, store_and_forward=True)
     assert t == pytest.approx(160 * KB / 6.25e6 + 6 * (9000 + 38) * 8 / 50e6)
