@@ -14,6 +14,8 @@ tests/emulation/test_pacing.py). Measured on this machine kind (2026-12-04, this
 quiet runs with the model calibrated under telemetry): steps +1.0 to +2.6 % of the prediction;
 median pacing error +1.0 to +3.2 ms with a median budget (target - release) of 4.7-5.5 ms. With
 the first calibration of that day (3 runs): steps +3.5 to +5.7 %, pacing error +7.2 to +8.6 ms.
+With the third fit (2026-12-05, one quiet run on the faster machine kind, at dilation 2): tensor
+-0.3 / +0.6 %, pacing error +0.9 ms; pipeline + data-parallel -0.8 / 0.0 %.
 The tests that assert the guard's verdict and the 10 % run at ``tests.helpers.TEST_DILATION`` (2):
 undilated, a slower machine of this kind stepped 10.9-13.4 % off the prediction (2026-12-04, CI
 and a quiet run); at 2 on it (two quiet runs each): tensor -1.1 to +1.5 %, pipeline +
