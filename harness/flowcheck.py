@@ -46,8 +46,9 @@ def model_turns(run):
 def compare(run):
     """A DataFrame: one row per (turn, job, flow) with the model's and the emulated timing (ms)."""
     run = Path(run)
-    if not (run / "flows.csv").exists() or not (run / "schedule.json").exists():
-        raise UsageError(f"{run}: no flows.csv (a results directory of program jobs is needed)")
+    for name in ("flows.csv", "schedule.json", "spec.yaml"):
+        if not (run / name).exists():
+            raise UsageError(f"{run}: no {name} (a results directory of program jobs is needed)")
     turns = model_turns(run)
     f = pd.read_csv(run / "flows.csv")
     f = f[f.step >= WARMUP_STEPS].assign(rel=lambda x: 1000 * (x.release - x.reference),

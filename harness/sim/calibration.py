@@ -27,12 +27,11 @@ MARKS_PER_GBIT = 0.41
 # no start cost; priority 24 KB, 2.0 ms, no start cost; the shaper's burst being 27,042 bytes (3 MTU
 # at 9000 bytes); the agents' sleeps (12,600) late by 0.17 ms on average, p99 1.95 ms. The second
 # fit of 2026-12-04 (48 / 52 KB, 5.3 / 5.2 ms, 0.2 / 0.1 ms per start) gave a flow that starts a few
-# ms ahead of another the whole burst: a 5 ms head start on a shared path gained it 8 ms in the
-# model, none measured (priority: 45.7 ms against 46.0 for the second), so two identical pipelines
-# drifted apart in the model and stopped sharing links, while in emulation they keep sharing (1F1B
-# under fair sharing: the model's step 6 % below emulation's). Over the benchmark's other scenarios
-# both fits err alike (RMS 2.2 / 2.4 ms fifo, 1.7 / 1.8 ms priority); over the staggered pairs the
-# new one errs half as much (7.3 -> 3.4 ms fifo, 5.3 -> 2.4 ms priority).
+# ms ahead of another the whole burst, where a 5 ms head start on a shared path is worth nothing
+# measured (priority: 45.7 ms against 46.0 for the second): two identical pipelines drifted apart in
+# the model and stopped sharing links, while in emulation they keep sharing (1F1B under fair
+# sharing: the model's step 6 % below emulation's). The benchmark prints the fit's RMS error over
+# the staggered pairs and over the other scenarios.
 LINK_MODEL = {"fifo": {"burst": 0.444, "flow_latency_s": 0.0, "start_cost_s": 0.0},
               "priority": {"burst": 0.888, "flow_latency_s": 0.001972, "start_cost_s": 0.0}}
 OP_LATENESS_MS = ((0.05,) * 8 + (0.1,) * 4 + (0.15,) * 3 + (0.2, 0.2, 0.25, 0.35, 1.1))   # 20 equally likely quantiles
