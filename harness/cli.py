@@ -147,6 +147,12 @@ def render_schedule(out):
     fp = out.get("flow_scheduler")
     if fp:
         lines.append(f"flow scheduler {fp['policy']}: steps every {fp['period_s'] * 1000:.0f} ms (the grid; iter ms above)")
+        mech = fp.get("mechanism")
+        if mech and len(mech["predicted_step_ms"]) > 1:
+            lines.append(f"  mechanism {mech['chosen']} ({mech['rule']}; model's mean step: " + ", ".join(
+                f"{m} {v:.1f} ms" for m, v in mech["predicted_step_ms"].items()) + ")")
+        elif mech:
+            lines.append(f"  mechanism {mech['chosen']}")
         for name, d in fp["jobs"].items():
             lines.append(f"  {name}: {d['kind']}, {len(d['flows'])} flows per step; predicted step "
                          f"{d['predicted']['step_s'] * 1000:.1f} ms (fair sharing {d['predicted_fair']['step_s'] * 1000:.1f}, "

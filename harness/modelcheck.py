@@ -40,6 +40,18 @@ def _kind(out, name, scheduler, repeat):
     return "pipeline" if "pipeline" in kinds or not kinds else "+".join(sorted(kinds))
 
 
+def _mechanism(out, name, repeats):
+    """How echelon's schedule reached the flows in the row's runs (``schedule.json``'s
+    ``flow_scheduler.mechanism``, harness.schedulers.flowplan; a plan older than that field: priority
+    if it has priority levels, else pacing), with a count per mechanism when the repeats differ."""
+    seen = {}
+    for k in repeats:
+        fp = json.loads((sets.run_dir(out, name, TARGET, k) / "schedule.json").read_text()).get("flow_scheduler") or {}
+        m = (fp.get("mechanism") or {}).get("chosen") or ("priority" if fp.get("priorities") else "pacing")
+        seen[m] = seen.get(m, 0) + 1
+    return seen.popitem()[0] if len(seen) == 1 else ", ".join(f"{m} {n}" for m, n in sorted(seen.items()))
+
+
 def tables(st, out):
     """(model rows, gain rows) of every row of ``st`` with results under ``out``."""
     model, gains = [], []
@@ -61,6 +73,7 @@ def tables(st, out):
         if not target:
             continue
         kind = _kind(out, r["name"], TARGET, min(target))
+        mechanism = _mechanism(out, r["name"], sorted(target))
         for s, (got, _x) in runs.items():
             if s == TARGET or not got or pred.get(s) is None or pred.get(TARGET) is None:
                 continue
@@ -72,7 +85,7 @@ def tables(st, out):
                 met = m is not None and ci is not None and ci[1] >= 1.0
             else:
                 met = m is not None and ci is not None and ci[0] > 1.0 and m >= need
-            gains.append({"row": r["name"], "kind": kind, "other": s, "pairs": g["pairs"], "measured": m,
+            gains.append({"row": r["name"], "kind": kind, "mechanism": mechanism, "other": s, "pairs": g["pairs"], "measured": m,
                           "measured_ci": ci, "model": round(predicted, 4), "needed": round(need, 4), "met": met})
     return model, gains
 
@@ -89,12 +102,13 @@ def markdown(st, model, gains):
     lines += [sets.deviation_line(x) for x in model]
     lines += ["", f"**Gains: {n_met} of {len(gains)}** comparisons meet the target (pipeline rows: {TARGET} faster, "
               "interval above 1, by at least half the model's predicted gain; tensor and data-parallel rows: not "
-              "slower, interval reaching 1). Ratio = other's mean step / echelon's, per repeat pair; > 1: echelon faster.", "",
-              "| row | jobs | echelon against | pairs | measured | model | needed | met |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "slower, interval reaching 1). Ratio = other's mean step / echelon's, per repeat pair; > 1: echelon faster. "
+              "Echelon by: the mechanism its plans chose (harness.schedulers.flowplan, echelon_mechanism).", "",
+              "| row | jobs | echelon by | echelon against | pairs | measured | model | needed | met |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for x in gains:
         need = "not slower" if x["kind"] != "pipeline" else f"{x['needed']:.3f}x"
-        lines.append(f"| {x['row']} | {x['kind']} | {x['other']} | {x['pairs']} | "
+        lines.append(f"| {x['row']} | {x['kind']} | {x['mechanism']} | {x['other']} | {x['pairs']} | "
                      f"{sets.fmt({'m': x['measured'], 'm_ci': x['measured_ci']}, 'm', 'x', 3)} | {x['model']:.3f}x | "
                      f"{need} | {'yes' if x['met'] else 'no'} |")
     return "\n".join(lines) + "\n"

@@ -18,7 +18,7 @@ from workloads.profiles import ProfileError, at_batch, at_workers, builtins, fro
 
 TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "trace", "scheduler",
             "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation", "netsens", "background",
-            "themis", "pollux", "allreduce", "tiresias", "replan"}
+            "themis", "pollux", "allreduce", "tiresias", "replan", "echelon_mechanism"}
 ALLREDUCE = ("fixed", "ring")           # a data-parallel phase's length on N workers: the profile's | 2(N-1)/N
 THEMIS_RACKS = ("fewest", "penalty")     # harness.schedulers.placement: best fit | the paper's rack penalty
 JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms", "pipeline", "tensor",
@@ -100,6 +100,7 @@ class Spec:
     time_dilation: float = 1.0
     flow_scheduler: str = "fair"
     replan: dict = None                 # harness.schedulers.replan: echelon's priorities re-planned in the run
+    echelon_mechanism: str = "auto"     # harness.schedulers.flowplan.MECHANISMS
     source: str = ""
     raw: dict = field(default_factory=dict)
 
@@ -256,9 +257,12 @@ def from_mapping(raw, where="spec"):
     _job_kinds(where, jobs, scheduler, fs, background)
     from harness.schedulers.replan import validate as validate_replan
     replan = validate_replan(where, raw, SpecError)
+    from harness.schedulers.flowplan import validate_mechanism
+    mechanism = validate_mechanism(where, raw, SpecError)
     return Spec(name=name, topology=topo, link=link, reference_gbps=ref, profiles=profiles, jobs=jobs,
                 scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
-                netsens=netsens, themis=themis, pollux=pollux, tiresias=tiresias, background=background, flow_scheduler=fs, replan=replan, source=where,
+                netsens=netsens, themis=themis, pollux=pollux, tiresias=tiresias, background=background, flow_scheduler=fs, replan=replan,
+                echelon_mechanism=mechanism, source=where,
                 raw=raw)
 
 

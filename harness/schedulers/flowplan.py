@@ -14,11 +14,14 @@ its time shift) under the spec's policy, on the routes the controller pins:
            its slot R + d_i, leftover shared).
 
 With ``link.sharing: priority`` (switch and host egress queues per priority, harness.qdisc),
-``echelon`` gives each flow a priority instead of a sending curve (``step_priorities``: the jobs take
+``echelon`` carries its schedule by one of two mechanisms (``echelon_mechanism``, MECHANISMS):
+``priority`` gives each flow a priority instead of a sending curve (``step_priorities``: the jobs take
 the workloads.wire.PRIORITY_LEVELS levels in order and take turns going first, one step each; within
-a job's levels, earliest offset first), which its sender carries in the DSCP, and sends it at once:
-measured in emulation, pacing on top of the priorities made every spec slower (pacing only holds
-flows back; results/README.md, issue 17). The model plays such a plan with strict priority levels
+a job's levels, earliest offset first), which its sender carries in the DSCP, and sends it at once;
+``pacing`` paces each flow along the echelon schedule, unmarked. Both at once made every spec slower
+in emulation (pacing only holds flows back; results/README.md, issue 17). ``auto`` (the default)
+plays both in the model and takes the one with the smaller predicted mean step (with ``replan``:
+priorities, which the re-planner changes). The model plays priorities with strict priority levels
 (harness.sim.flows, policy ``priority``) over one rotation. ``fair`` and ``coflow`` flows stay
 unmarked (one level: the queues behave as one FIFO).
 
@@ -48,6 +51,7 @@ PIPELINE_KEYS = {"schedule": "gpipe", "micro_batches": 8, "forward_ms": None, "b
 TENSOR_KEYS = {"layers": 8, "layer_ms": None, "allreduce_mb": None}
 DATA_PARALLEL_KEYS = {"buckets": 4, "forward_ms": None, "backward_ms": None, "allreduce_mb": None}
 BLOCKS = {"pipeline": PIPELINE_KEYS, "tensor": TENSOR_KEYS, "data_parallel": DATA_PARALLEL_KEYS}
+MECHANISMS = ("auto", "priority", "pacing")     # how echelon's schedule reaches the flows on priority ports
 
 
 def validate(where, key, block, workers, error):
@@ -79,6 +83,21 @@ def validate(where, key, block, workers, error):
     if kind == "pipeline" and workers < 2:
         raise error(where, key.rsplit(".", 1)[0] + ".workers", workers, ">= 2 stages (one per worker)")
     return out
+
+
+def validate_mechanism(where, raw, error):
+    """The spec's ``echelon_mechanism`` (default auto); raises ``error`` naming the key: ``priority``
+    needs priority ports, ``pacing`` cannot go with ``replan`` (which re-plans priorities)."""
+    m = raw.get("echelon_mechanism", "auto")
+    if not isinstance(m, str) or m not in MECHANISMS:
+        raise error(where, "echelon_mechanism", m, " | ".join(MECHANISMS))
+    link = raw.get("link")
+    sharing = link.get("sharing") if isinstance(link, dict) else None
+    if m == "priority" and sharing != "priority":
+        raise error(where, "echelon_mechanism", m, "priority only with link.sharing priority (auto or pacing here)")
+    if m == "pacing" and raw.get("replan") is not None:
+        raise error(where, "echelon_mechanism", m, "priority or auto with replan (it re-plans the flows' priorities)")
+    return m
 
 
 def flow_priorities(e, position=0, jobs=1, levels=PRIORITY_LEVELS):
@@ -186,6 +205,19 @@ def _mean_steps(runs):
                                        for k in ("step_s", "ect_s", "coflow_s")}} for name in runs[0]}
 
 
+def mechanisms(spec):
+    """The mechanisms the plan chooses from (the one with the smaller predicted mean step): ``none``
+    under fair sharing, ``pacing`` for coflow and for echelon on FIFO ports, and for echelon on
+    priority ports the spec's ``echelon_mechanism`` (``auto``: both; with ``replan``: priority)."""
+    if spec.flow_scheduler == "fair":
+        return ["none"]
+    if spec.flow_scheduler != "echelon" or spec.link.sharing != "priority":
+        return ["pacing"]
+    if spec.echelon_mechanism == "auto":
+        return ["priority"] if spec.replan else ["priority", "pacing"]
+    return [spec.echelon_mechanism]
+
+
 def program_jobs(spec):
     return [j for j in spec.jobs if j.is_program]
 
@@ -196,15 +228,23 @@ def plan(spec, routes, hosts_of, shifts_ms, period=None):
     fair sharing) and the model's predicted step and ECT under the chosen policy and under fair sharing."""
     period = period or grid_period(spec, routes, hosts_of)
     fair = steady_steps(spec, routes, hosts_of, shifts_ms, period, "fair")
-    prioritized = spec.flow_scheduler == "echelon" and spec.link.sharing == "priority"
-    if prioritized:         # the jobs' order rotates per step: the prediction is the mean over one rotation
-        chosen = _mean_steps([steady_steps(spec, routes, hosts_of, shifts_ms, period, "priority", phase)
-                              for phase in range(len(program_jobs(spec)))])
-    else:
-        chosen = fair if spec.flow_scheduler == "fair" else steady_steps(spec, routes, hosts_of, shifts_ms, period,
-                                                                         spec.flow_scheduler)
+    candidates = {}
+    for m in mechanisms(spec):
+        if m == "priority":     # the jobs' order rotates per step: the prediction is the mean over one rotation
+            candidates[m] = _mean_steps([steady_steps(spec, routes, hosts_of, shifts_ms, period, "priority", phase)
+                                         for phase in range(len(program_jobs(spec)))])
+        elif m == "none":
+            candidates[m] = fair
+        else:
+            candidates[m] = steady_steps(spec, routes, hosts_of, shifts_ms, period, spec.flow_scheduler)
+    mean_ms = {m: round(float(1000 * sum(v["step_s"] for v in c.values()) / len(c)), 3) for m, c in candidates.items()}
+    mechanism = min(mean_ms, key=lambda m: (mean_ms[m], m))
+    chosen = candidates[mechanism]
+    prioritized = mechanism == "priority"
     fit = calibration.emulator_model(spec.link)             # at the emulated rate: the bytes a burst holds there
     out = {"policy": spec.flow_scheduler, "period_s": period, "hop_latency_s": round(fit["hop_latency_s"], 6),
+           "mechanism": {"chosen": mechanism, "rule": spec.echelon_mechanism if spec.flow_scheduler == "echelon" else None,
+                         "predicted_step_ms": mean_ms},
            "model": {"flow_latency_s": round(fit["flow_latency_s"], 6), "burst_bytes": round(fit["burst_bytes"]),
                      "start_cost_s": round(fit["start_cost_s"], 6),
                      "op_lateness_ms_mean": round(1000 * sum(fit["op_lateness_s"]) / max(1, len(fit["op_lateness_s"])), 3),
@@ -212,7 +252,7 @@ def plan(spec, routes, hosts_of, shifts_ms, period=None):
                      "calibrated": spec.link.sharing in calibration.LINK_MODEL,
                      "source": "harness.sim.calibration (bench/tcp_sharing.py)"},
            "jobs": {}}
-    paced = spec.flow_scheduler != "fair" and not prioritized
+    paced = mechanism == "pacing"
     out["priorities"] = PRIORITY_LEVELS if prioritized else None
     out["replan"] = spec.replan             # harness.schedulers.replan re-plans the priorities in the run
     jobs = program_jobs(spec)

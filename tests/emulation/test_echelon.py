@@ -75,12 +75,13 @@ def test_echelon_pacing_follows_the_plan(tmp_path):
 
 
 def test_a_data_parallel_job_runs_next_to_a_pipeline_on_priority_queues(tmp_path):
-    """experiments/echelon-dp.yaml (6 steps) on priority ports under echelon: every flow of both
+    """experiments/echelon-dp.yaml (6 steps) on priority ports under echelon by priorities: every flow of both
     jobs arrives, each data-parallel rank's step ends only after every bucket sent to it arrived
     (the optimizer step waits for all), flows carry priorities, and each job's step is within 10 %
     of the plan's prediction (measured 2026-12-04, one run: +2.1 % pipeline, +0.3 % data-parallel;
     the set's 3 repeats: model 0.5-0.8 % below the emulated mean, results/README.md)."""
-    s, out = run_echelon(tmp_path, "echelon-dp.yaml", 6, link={"rate_mbps": 50, "sharing": "priority"})
+    s, out = run_echelon(tmp_path, "echelon-dp.yaml", 6, link={"rate_mbps": 50, "sharing": "priority"},
+                         echelon_mechanism="priority")
     a, b = s["jobs"]["a"], s["jobs"]["b"]
     assert (a["flows"], b["flows"]) == (48 * 6, 16 * 6)
     assert (a["flows_prioritized"], b["flows_prioritized"]) == (48, 16)
@@ -124,11 +125,12 @@ def test_re_planned_priorities_reach_the_flows_from_the_step_they_name(tmp_path)
 
 def test_a_profile_job_runs_next_to_a_program_job(tmp_path):
     """experiments/echelon-mixed.yaml (pipeline a: 6 steps; VGG19 b, replayed from its profile: 40
-    iterations) on priority ports under echelon: both jobs run every iteration, every flow of the
+    iterations) on priority ports under echelon by priorities: both jobs run every iteration, every flow of the
     pipeline arrives with a priority, and the totals count both jobs (their mean lies between the
     two jobs' means). Which jobs ran and what was counted is asserted, not their speed, so the
     fidelity guard's verdict is not required here."""
-    s, out = run_spec(tmp_path, "echelon-mixed.yaml", [6, 40], link={"rate_mbps": 50, "sharing": "priority"})
+    s, out = run_spec(tmp_path, "echelon-mixed.yaml", [6, 40], link={"rate_mbps": 50, "sharing": "priority"},
+                      echelon_mechanism="priority")
     a, b = s["jobs"]["a"], s["jobs"]["b"]
     assert (a["iterations"], b["iterations"]) == (6, 40)
     assert a["flows"] == 6 * 48 and a["flows_prioritized"] == 48

@@ -178,8 +178,8 @@ def test_fixed_cassini_searches_a_shift_that_the_model_prefers():
 
 def test_echelon_on_priority_queues_orders_the_jobs_then_their_flows_by_offset():
     from workloads.wire import PRIORITY_LEVELS
-    ech = schedule(pipeline_spec("echelon", link={"sharing": "priority"}))["flow_scheduler"]
-    assert ech["priorities"] == PRIORITY_LEVELS
+    ech = schedule(pipeline_spec("echelon", link={"sharing": "priority"}, echelon_mechanism="priority"))["flow_scheduler"]
+    assert ech["priorities"] == PRIORITY_LEVELS and ech["mechanism"]["chosen"] == "priority"
     a, b = ({f["name"]: f for f in ech["jobs"][j]["flows"]} for j in ("a", "b"))
     # two jobs on four levels: the job going first in a step takes levels 0-1, the other 2-3, and
     # they take turns (one level per step of the grid, in turn)
@@ -197,6 +197,44 @@ def test_echelon_on_priority_queues_orders_the_jobs_then_their_flows_by_offset()
     for flow in ("fair", "coflow"):
         fp = schedule(pipeline_spec(flow, link={"sharing": "priority"}))["flow_scheduler"]
         assert fp["priorities"] is None and all(f["priority"] is None for f in fp["jobs"]["b"]["flows"])
+
+
+def test_echelon_on_priority_queues_takes_the_mechanism_the_model_finds_faster():
+    """``auto`` plays priorities and pacing in the model and keeps the smaller mean step; each forced
+    mechanism gives the same prediction as under auto, and its flows carry only that mechanism."""
+    def mean_step(fp):
+        return round(1000 * sum(j["predicted"]["step_s"] for j in fp["jobs"].values()) / len(fp["jobs"]), 3)
+    forced = {m: schedule(pipeline_spec("echelon", block={**PIPE, "schedule": "1f1b"}, link={"sharing": "priority"},
+                                        echelon_mechanism=m))["flow_scheduler"] for m in ("priority", "pacing")}
+    auto = schedule(pipeline_spec("echelon", block={**PIPE, "schedule": "1f1b"},
+                                  link={"sharing": "priority"}))["flow_scheduler"]
+    preds = auto["mechanism"]["predicted_step_ms"]
+    assert set(preds) == {"priority", "pacing"} and auto["mechanism"]["rule"] == "auto"
+    for m, fp in forced.items():
+        assert fp["mechanism"] == {"chosen": m, "rule": m, "predicted_step_ms": {m: preds[m]}}
+        assert abs(mean_step(fp) - preds[m]) <= 0.002            # per-job rounding to the microsecond
+    best = min(preds, key=preds.get)
+    assert auto["mechanism"]["chosen"] == best and abs(mean_step(auto) - preds[best]) <= 0.002
+    paced = forced["pacing"]["jobs"]["a"]["flows"]
+    assert forced["pacing"]["priorities"] is None
+    assert all(f["priority"] is None and f["schedule"] and f["target_s"] is not None for f in paced)
+    assert all(f["schedule"] is None and f["priority"] for f in forced["priority"]["jobs"]["a"]["flows"])
+    # fair and coflow have one mechanism each, and no choice to record
+    for flow, m in (("fair", "none"), ("coflow", "pacing")):
+        fp = schedule(pipeline_spec(flow, link={"sharing": "priority"}))["flow_scheduler"]
+        assert fp["mechanism"]["chosen"] == m and fp["mechanism"]["rule"] is None
+
+
+@pytest.mark.parametrize("change,allowed", [
+    ({"echelon_mechanism": "ecn"}, "auto | priority | pacing"),
+    ({"echelon_mechanism": "priority"}, "priority only with link.sharing priority"),
+    ({"echelon_mechanism": "pacing", "link": {"sharing": "priority"}, "replan": {"every_steps": 2}},
+     "priority or auto with replan"),
+])
+def test_bad_echelon_mechanisms_name_the_key(change, allowed):
+    with pytest.raises(UsageError) as e:
+        pipeline_spec("echelon", **change)
+    assert str(e.value).startswith("t.yaml: echelon_mechanism:") and allowed in str(e.value), str(e.value)
 
 
 def test_flow_priorities_of_a_step_whose_flows_share_one_offset():

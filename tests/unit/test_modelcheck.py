@@ -20,13 +20,16 @@ runs:
     return p
 
 
-def put(out, row, sched, k, step, predicted, kind="pipeline", ok=True):
+def put(out, row, sched, k, step, predicted, kind="pipeline", ok=True, mechanism=None):
     d = sets.run_dir(out, row, sched, k)
     d.mkdir(parents=True)
     (d / "summary.json").write_text(json.dumps({"fidelity": {"ok": ok}, "totals": {"iteration_ms_mean": step},
                                                "jobs": {"a": {"predicted_step_ms": predicted},
                                                         "b": {"predicted_step_ms": predicted}}}))
-    (d / "schedule.json").write_text(json.dumps({"flow_scheduler": {"jobs": {"a": {"kind": kind}, "b": {"kind": kind}}}}))
+    fp = {"jobs": {"a": {"kind": kind}, "b": {"kind": kind}}}
+    if mechanism:
+        fp["mechanism"] = {"chosen": mechanism}
+    (d / "schedule.json").write_text(json.dumps({"flow_scheduler": fp}))
 
 
 def test_model_error_and_the_gain_targets(tmp_path):
@@ -36,7 +39,7 @@ def test_model_error_and_the_gain_targets(tmp_path):
         put(out, "g", "fixed:coflow", k, 1000.0 + k, 1000.0)
         put(out, "g", "fixed:echelon", k, 950.0 + k, 960.0)
         put(out, "t", "fixed:fair", k, 400.0 + k, 400.0, kind="tensor")
-        put(out, "t", "fixed:echelon", k, 400.0 + 2 * k, 400.0, kind="tensor")
+        put(out, "t", "fixed:echelon", k, 400.0 + 2 * k, 400.0, kind="tensor", mechanism="pacing" if k else "priority")
     model, gains = modelcheck.tables(st, out)
     dev = {(x["spec"], x["scheduler"]): x for x in model}
     assert dev[("g", "fixed:fair")]["deviation"] == pytest.approx(1100 / 1001 - 1, abs=1e-4)
@@ -51,8 +54,12 @@ def test_model_error_and_the_gain_targets(tmp_path):
     assert g[("g", "fixed:coflow")]["met"]
     # tensor: not slower is enough (the interval reaches 1)
     assert g[("t", "fixed:fair")]["kind"] == "tensor" and g[("t", "fixed:fair")]["met"]
+    # the mechanism echelon's plans chose: a plan without the field and no priority levels was paced
+    assert g[("g", "fixed:fair")]["mechanism"] == "pacing"
+    assert g[("t", "fixed:fair")]["mechanism"] == "pacing 2, priority 1"
     md = modelcheck.markdown(st, model, gains)
     assert "**Model: 4 of 5**" in md and "**Gains: 2 of 3**" in md
+    assert "| t | tensor | pacing 2, priority 1 | fixed:fair | 3 |" in md
 
 
 def test_runs_the_fidelity_guard_excluded_are_counted_not_used(tmp_path):
