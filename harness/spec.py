@@ -100,7 +100,7 @@ class Spec:
     time_dilation: float = 1.0
     flow_scheduler: str = "fair"
     replan: dict = None                 # harness.schedulers.replan: echelon's priorities re-planned in the run
-    echelon_mechanism: str = "auto"     # harness.schedulers.flowplan.MECHANISMS
+    echelon_mechanism: str = None       # harness.schedulers.flowplan.MECHANISMS (None: its default)
     source: str = ""
     raw: dict = field(default_factory=dict)
 

@@ -178,8 +178,9 @@ def test_fixed_cassini_searches_a_shift_that_the_model_prefers():
 
 def test_echelon_on_priority_queues_orders_the_jobs_then_their_flows_by_offset():
     from workloads.wire import PRIORITY_LEVELS
-    ech = schedule(pipeline_spec("echelon", link={"sharing": "priority"}, echelon_mechanism="priority"))["flow_scheduler"]
-    assert ech["priorities"] == PRIORITY_LEVELS and ech["mechanism"]["chosen"] == "priority"
+    ech = schedule(pipeline_spec("echelon", link={"sharing": "priority"}))["flow_scheduler"]
+    assert ech["priorities"] == PRIORITY_LEVELS and ech["mechanism"] == {                  # the default mechanism
+        "chosen": "priority", "rule": "priority", "predicted_step_ms": ech["mechanism"]["predicted_step_ms"]}
     a, b = ({f["name"]: f for f in ech["jobs"][j]["flows"]} for j in ("a", "b"))
     # two jobs on four levels: the job going first in a step takes levels 0-1, the other 2-3, and
     # they take turns (one level per step of the grid, in turn)
@@ -206,8 +207,8 @@ def test_echelon_on_priority_queues_takes_the_mechanism_the_model_finds_faster()
         return round(1000 * sum(j["predicted"]["step_s"] for j in fp["jobs"].values()) / len(fp["jobs"]), 3)
     forced = {m: schedule(pipeline_spec("echelon", block={**PIPE, "schedule": "1f1b"}, link={"sharing": "priority"},
                                         echelon_mechanism=m))["flow_scheduler"] for m in ("priority", "pacing")}
-    auto = schedule(pipeline_spec("echelon", block={**PIPE, "schedule": "1f1b"},
-                                  link={"sharing": "priority"}))["flow_scheduler"]
+    auto = schedule(pipeline_spec("echelon", block={**PIPE, "schedule": "1f1b"}, link={"sharing": "priority"},
+                                  echelon_mechanism="auto"))["flow_scheduler"]
     preds = auto["mechanism"]["predicted_step_ms"]
     assert set(preds) == {"priority", "pacing"} and auto["mechanism"]["rule"] == "auto"
     for m, fp in forced.items():
@@ -219,6 +220,12 @@ def test_echelon_on_priority_queues_takes_the_mechanism_the_model_finds_faster()
     assert forced["pacing"]["priorities"] is None
     assert all(f["priority"] is None and f["schedule"] and f["target_s"] is not None for f in paced)
     assert all(f["schedule"] is None and f["priority"] for f in forced["priority"]["jobs"]["a"]["flows"])
+    # with replan, auto plays priorities only; echelon on FIFO ports paces, whatever the default
+    replanned = schedule(pipeline_spec("echelon", link={"sharing": "priority"}, echelon_mechanism="auto",
+                                       replan={"every_steps": 2}))["flow_scheduler"]["mechanism"]
+    assert (replanned["chosen"], list(replanned["predicted_step_ms"])) == ("priority", ["priority"])
+    fifo = schedule(pipeline_spec("echelon"))["flow_scheduler"]["mechanism"]
+    assert (fifo["chosen"], fifo["rule"]) == ("pacing", None)
     # fair and coflow have one mechanism each, and no choice to record
     for flow, m in (("fair", "none"), ("coflow", "pacing")):
         fp = schedule(pipeline_spec(flow, link={"sharing": "priority"}))["flow_scheduler"]
@@ -226,7 +233,7 @@ def test_echelon_on_priority_queues_takes_the_mechanism_the_model_finds_faster()
 
 
 @pytest.mark.parametrize("change,allowed", [
-    ({"echelon_mechanism": "ecn"}, "auto | priority | pacing"),
+    ({"echelon_mechanism": "ecn"}, "priority | pacing | auto"),
     ({"echelon_mechanism": "priority"}, "priority only with link.sharing priority"),
     ({"echelon_mechanism": "pacing", "link": {"sharing": "priority"}, "replan": {"every_steps": 2}},
      "priority or auto with replan"),
