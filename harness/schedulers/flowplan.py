@@ -22,8 +22,8 @@ a job's levels, earliest offset first), which its sender carries in the DSCP, an
 in emulation (pacing only holds flows back; results/README.md, issue 17). ``auto`` plays both in the
 model and takes the one with the smaller predicted mean step (with ``replan``: priorities, which the
 re-planner changes). ``priority`` is the default: auto picked pacing for 1F1B, which the model
-predicts 1.2 % faster and emulation measured slower (results/README.md, "Priority queues"). The
-model plays priorities with strict priority levels
+predicts faster and emulation measured slower (results/README.md, "Priority queues"). The model
+plays priorities with strict priority levels
 (harness.sim.flows, policy ``priority``) over one rotation. ``fair`` and ``coflow`` flows stay
 unmarked (one level: the queues behave as one FIFO).
 
