@@ -258,7 +258,7 @@ def from_mapping(raw, where="spec"):
     from harness.schedulers.replan import validate as validate_replan
     replan = validate_replan(where, raw, SpecError)
     from harness.schedulers.flowplan import validate_mechanism
-    mechanism = validate_mechanism(where, raw, SpecError)
+    mechanism = validate_mechanism(where, raw, link.sharing, SpecError)
     return Spec(name=name, topology=topo, link=link, reference_gbps=ref, profiles=profiles, jobs=jobs,
                 scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
                 netsens=netsens, themis=themis, pollux=pollux, tiresias=tiresias, background=background, flow_scheduler=fs, replan=replan,

@@ -87,14 +87,13 @@ def validate(where, key, block, workers, error):
     return out
 
 
-def validate_mechanism(where, raw, error):
-    """The spec's ``echelon_mechanism`` (default MECHANISMS[0]); raises ``error`` naming the key:
-    ``priority`` given on ports without priorities, ``pacing`` with ``replan`` (which re-plans priorities)."""
+def validate_mechanism(where, raw, sharing, error):
+    """The spec's ``echelon_mechanism`` (default MECHANISMS[0]) on ports of ``sharing`` (the parsed
+    link's); raises ``error`` naming the key: ``priority`` given on ports without priorities,
+    ``pacing`` with ``replan`` (which re-plans priorities)."""
     m = raw.get("echelon_mechanism", MECHANISMS[0])
     if not isinstance(m, str) or m not in MECHANISMS:
         raise error(where, "echelon_mechanism", m, " | ".join(MECHANISMS))
-    link = raw.get("link")
-    sharing = link.get("sharing") if isinstance(link, dict) else None
     if "echelon_mechanism" in raw and m == "priority" and sharing != "priority":
         raise error(where, "echelon_mechanism", m, "priority only with link.sharing priority (auto or pacing here)")
     if m == "pacing" and raw.get("replan") is not None:
@@ -213,14 +212,18 @@ def mechanisms(spec):
     priority ports the spec's ``echelon_mechanism`` (``auto``: both; with ``replan``: priority)."""
     if spec.flow_scheduler == "fair":
         return ["none"]
-    if spec.flow_scheduler != "echelon" or spec.link.sharing != "priority":
+    rule = _rule(spec)
+    if rule is None:
         return ["pacing"]
-    if _rule(spec) == "auto":
+    if rule == "auto":
         return ["priority"] if spec.replan else ["priority", "pacing"]
-    return [_rule(spec)]
+    return [rule]
 
 
 def _rule(spec):
+    """The spec's ``echelon_mechanism`` where it applies (echelon on priority ports), else None."""
+    if spec.flow_scheduler != "echelon" or spec.link.sharing != "priority":
+        return None
     return spec.echelon_mechanism or MECHANISMS[0]
 
 
@@ -249,9 +252,7 @@ def plan(spec, routes, hosts_of, shifts_ms, period=None):
     prioritized = mechanism == "priority"
     fit = calibration.emulator_model(spec.link)             # at the emulated rate: the bytes a burst holds there
     out = {"policy": spec.flow_scheduler, "period_s": period, "hop_latency_s": round(fit["hop_latency_s"], 6),
-           "mechanism": {"chosen": mechanism, "rule": _rule(spec) if spec.flow_scheduler == "echelon"
-                         and spec.link.sharing == "priority" else None,
-                         "predicted_step_ms": mean_ms},
+           "mechanism": {"chosen": mechanism, "rule": _rule(spec), "predicted_step_ms": mean_ms},
            "model": {"flow_latency_s": round(fit["flow_latency_s"], 6), "burst_bytes": round(fit["burst_bytes"]),
                      "start_cost_s": round(fit["start_cost_s"], 6),
                      "op_lateness_ms_mean": round(1000 * sum(fit["op_lateness_s"]) / max(1, len(fit["op_lateness_s"])), 3),
