@@ -11,7 +11,10 @@ emulator model of harness.sim.calibration) beside the step measured. Two tables:
          other / echelon (per repeat, > 1: echelon faster; harness.sets.ratio_row), the model's
          ratio, and the target: a pipeline row must beat the other scheduler (interval above 1) by
          at least half the model's predicted gain; a tensor-parallel or data-parallel row must not
-         be worse (interval reaching 1 or above).
+         be worse (interval reaching 1 or above); and the room left: the other scheduler's predicted
+         step over the model's step of the jobs with no other job on the fabric
+         (harness.schedulers.flowplan.alone_steps, played from the row's spec and grid), the ratio
+         echelon would reach if it removed all contention between the jobs.
 
     python -m harness.modelcheck experiments/sets/echelon-priority.yaml --out results/echelon-priority \\
         --publish results/README.md
@@ -52,6 +55,21 @@ def _mechanism(out, name, repeats):
     return seen.popitem()[0] if len(seen) == 1 else ", ".join(f"{m} {n}" for m, n in sorted(seen.items()))
 
 
+def _alone_ms(out, name, repeat):
+    """The model's mean step of the row's jobs each alone on the fabric (ms), from the echelon run's
+    spec and grid; None for a run without its spec (harness.schedulers.flowplan.alone_steps)."""
+    run = sets.run_dir(out, name, TARGET, repeat)
+    if not (run / "spec.yaml").exists():
+        return None
+    from harness import spec as spec_mod
+    from harness.routing import compute_routes
+    from harness.schedulers import flowplan
+    sp = spec_mod.load(run / "spec.yaml")
+    period = json.loads((run / "schedule.json").read_text())["flow_scheduler"]["period_s"]
+    steps = flowplan.alone_steps(sp, compute_routes(sp.topology), {j.name: j.hosts for j in sp.jobs}, period)
+    return 1000 * sum(steps.values()) / len(steps)
+
+
 def tables(st, out):
     """(model rows, gain rows) of every row of ``st`` with results under ``out``."""
     model, gains = [], []
@@ -74,6 +92,7 @@ def tables(st, out):
             continue
         kind = _kind(out, r["name"], TARGET, min(target))
         mechanism = _mechanism(out, r["name"], sorted(target))
+        alone = _alone_ms(out, r["name"], min(target))
         for s, (got, _x) in runs.items():
             if s == TARGET or not got or pred.get(s) is None or pred.get(TARGET) is None:
                 continue
@@ -86,7 +105,8 @@ def tables(st, out):
             else:
                 met = m is not None and ci is not None and ci[0] > 1.0 and m >= need
             gains.append({"row": r["name"], "kind": kind, "mechanism": mechanism, "other": s, "pairs": g["pairs"], "measured": m,
-                          "measured_ci": ci, "model": round(predicted, 4), "needed": round(need, 4), "met": met})
+                          "measured_ci": ci, "model": round(predicted, 4), "needed": round(need, 4), "met": met,
+                          "alone": None if alone is None else round(pred[s] / alone, 4)})
     return model, gains
 
 
@@ -103,14 +123,17 @@ def markdown(st, model, gains):
     lines += ["", f"**Gains: {n_met} of {len(gains)}** comparisons meet the target (pipeline rows: {TARGET} faster, "
               "interval above 1, by at least half the model's predicted gain; tensor and data-parallel rows: not "
               "slower, interval reaching 1). Ratio = other's mean step / echelon's, per repeat pair; > 1: echelon faster. "
-              "Echelon by: the mechanism its plans chose (harness.schedulers.flowplan, echelon_mechanism).", "",
-              "| row | jobs | echelon by | echelon against | pairs | measured | model | needed | met |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "Echelon by: the mechanism its plans chose (harness.schedulers.flowplan, echelon_mechanism). "
+              "No contention: the model's ratio if echelon removed all contention between the jobs (the other "
+              "scheduler's predicted step over the jobs' steps each alone on the fabric).", "",
+              "| row | jobs | echelon by | echelon against | pairs | measured | model | needed | met | no contention |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for x in gains:
         need = "not slower" if x["kind"] != "pipeline" else f"{x['needed']:.3f}x"
         lines.append(f"| {x['row']} | {x['kind']} | {x['mechanism']} | {x['other']} | {x['pairs']} | "
                      f"{sets.fmt({'m': x['measured'], 'm_ci': x['measured_ci']}, 'm', 'x', 3)} | {x['model']:.3f}x | "
-                     f"{need} | {'yes' if x['met'] else 'no'} |")
+                     f"{need} | {'yes' if x['met'] else 'no'} | "
+                     f"{'' if x['alone'] is None else format(x['alone'], '.3f') + 'x'} |")
     return "\n".join(lines) + "\n"
 
 

@@ -358,10 +358,12 @@ def parse_socket_drops(ss_text, owner="ovs-vswitchd"):
 
 
 def parse_dpctl_stats(text, ports):
-    """From ``ovs-appctl dpctl/show -s``: {"lost": upcalls the datapath lost, "dropped": RX and TX
-    dropped + errors summed over ``ports`` (names), "tx_packets": their TX packets}."""
+    """From ``ovs-appctl dpctl/show -s``: {"lost": upcalls the datapath lost, "hit" / "missed": its
+    flow-cache lookups that found a flow / went up to vswitchd's slow path (all datapaths' sums),
+    "dropped": RX and TX dropped + errors summed over ``ports`` (names), "tx_packets": their TX packets}."""
     import re
-    lost = sum(int(x) for x in re.findall(r"lookups: hit:\d+ missed:\d+ lost:(\d+)", text))
+    lookups = [tuple(map(int, m)) for m in re.findall(r"lookups: hit:(\d+) missed:(\d+) lost:(\d+)", text)]
+    hit, missed, lost = (sum(x[i] for x in lookups) for i in range(3))
     dropped = tx = 0
     port = None
     for line in text.splitlines():
@@ -378,19 +380,41 @@ def parse_dpctl_stats(text, ports):
         elif txm:
             tx += int(txm.group(1))
             dropped += int(txm.group(2)) + int(txm.group(3))
-    return {"lost": lost, "dropped": dropped, "tx_packets": tx}
+    return {"lost": lost, "hit": hit, "missed": missed, "dropped": dropped, "tx_packets": tx}
 
 
 def datapath_counters(fab):
     """The OVS datapath's own losses on ``fab``'s switch ports (the fidelity guard's ``datapath``
     signal): dpctl's per-port drops and errors and lost upcalls, plus the packets the userspace
-    datapath's receive sockets dropped (``datapath_rx_drops``)."""
+    datapath's receive sockets dropped (``datapath_rx_drops``); and, reported beside them, its
+    lookups (hit / missed) and the CPU time ovs-vswitchd has used (``vswitchd_cpu_s``)."""
     import subprocess
     ports = {dev for dev, *_ in fab.switch_ports()}
     text = subprocess.run(["ovs-appctl", "dpctl/show", "-s"], capture_output=True, text=True).stdout
     c = parse_dpctl_stats(text, ports)
     c["socket_dropped"] = sum(n for dev, n in datapath_rx_drops().items() if dev in ports)
+    c["vswitchd_cpu_s"] = process_cpu_s(VSWITCHD_PIDFILE)
     return c
+
+
+VSWITCHD_PIDFILE = "/var/run/openvswitch/ovs-vswitchd.pid"
+
+
+def process_cpu_s(pidfile):
+    """User + system CPU seconds of the process named by ``pidfile`` (/proc/PID/stat), or None when
+    it cannot be read."""
+    import os
+    try:
+        pid = int(open(pidfile).read().split()[0])
+        return parse_proc_cpu_s(open(f"/proc/{pid}/stat").read(), os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def parse_proc_cpu_s(stat_text, ticks_per_s):
+    """utime + stime (fields 14 and 15 of /proc/PID/stat, after the parenthesised command) in seconds."""
+    fields = stat_text[stat_text.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / ticks_per_s
 
 
 def drops_since(before, now):

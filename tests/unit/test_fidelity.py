@@ -56,10 +56,10 @@ def test_datapath_drops_are_read_per_port_and_flag_a_run():
     from harness.netcheck import parse_dpctl_stats
     text = (Path(__file__).parent / "fixtures/dpctl_show_s.txt").read_text()
     c = parse_dpctl_stats(text, {"ils2-eth1", "ils2-eth2"})
-    assert c == {"lost": 3, "dropped": 7 + 1 + 2, "tx_packets": 1037}
-    zero = {"lost": 0, "dropped": 0, "socket_dropped": 0, "tx_packets": 0}
+    assert c == {"lost": 3, "hit": 3089, "missed": 25, "dropped": 7 + 1 + 2, "tx_packets": 1037}
+    zero = {"lost": 0, "hit": 0, "missed": 0, "dropped": 0, "socket_dropped": 0, "tx_packets": 0}
     d = datapath_delta(zero, {**c, "socket_dropped": 4})
-    assert (d["drops"], d["packets"]) == (17, 1037)
+    assert (d["drops"], d["packets"], d["missed"]) == (17, 1037, 25)
     base = dict(cpu_busy_seconds_share=0.0, timer_late_ms_p99_worst=1.0, timer_late_ms_allowed=10.0,
                 max_link_utilization_1s=0.9, shaping_allowance=1.01)
     ok, notes = fidelity.verdict({**base, "datapath_drops": d["drops"], "datapath_packets": d["packets"]})
@@ -113,3 +113,30 @@ def test_pooled_p99_is_within_one_bin_of_the_exact_quantile():
     exact = float(np.sort(np.concatenate(samples))[int(0.99 * sum(map(len, samples))) - 1])
     pooled = fidelity.pooled_p99([agent(s)["timer_late_ms"] for s in samples])
     assert exact <= pooled + 1e-9 <= exact + wire.LATE_BIN_MS + 1e-9
+
+
+def test_datapath_cost_is_reported_from_lookups_and_vswitchd_cpu_and_never_judged():
+    """The slow path's share of lookups and vswitchd's CPU per packet are in the signals; however
+    large, they do not flag a run; a reading without them (an older one, or vswitchd's pid file
+    unreadable) reports None."""
+    from harness.fidelity import datapath_cost, datapath_delta, signals
+    before = {"lost": 0, "hit": 1000, "missed": 10, "dropped": 0, "socket_dropped": 0, "tx_packets": 500,
+              "vswitchd_cpu_s": 2.0}
+    after = {**before, "hit": 1900, "missed": 110, "tx_packets": 10_500, "vswitchd_cpu_s": 3.5}
+    d = datapath_delta(before, after)
+    assert datapath_cost(d) == {"datapath_missed_share": 0.1, "vswitchd_cpu_us_per_packet": 150.0}
+    sig = signals([0.6] * 10, [], 0.5, 1.01, 300.0, d)
+    assert (sig["datapath_missed_share"], sig["vswitchd_cpu_us_per_packet"]) == (0.1, 150.0)
+    assert fidelity.verdict(sig) == (True, [])
+    old = datapath_delta({k: v for k, v in before.items() if k != "vswitchd_cpu_s"}, after)
+    assert datapath_cost(old)["vswitchd_cpu_us_per_packet"] is None
+    assert datapath_cost(None) == {"datapath_missed_share": None, "vswitchd_cpu_us_per_packet": None}
+
+
+def test_process_cpu_is_read_after_the_command_name():
+    """/proc/PID/stat's command may hold spaces and parentheses: utime and stime are fields 14 and 15
+    counted after its closing parenthesis."""
+    from harness.netcheck import parse_proc_cpu_s, process_cpu_s
+    stat = "1234 (ovs (vswitchd) x) S 1 1234 1234 0 -1 4194560 5 0 0 0 250 50 0 0 20 0 3 0 100 0 0"
+    assert parse_proc_cpu_s(stat, 100) == 3.0
+    assert process_cpu_s("/nonexistent/ovs-vswitchd.pid") is None

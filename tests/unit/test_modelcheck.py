@@ -75,3 +75,35 @@ def test_runs_the_fidelity_guard_excluded_are_counted_not_used(tmp_path):
 def test_cli_without_results_says_so(tmp_path, capsys):
     assert modelcheck.main([str(set_file(tmp_path)), "--out", str(tmp_path / "none")]) == 2
     assert "no run of" in capsys.readouterr().err
+
+
+def test_the_room_left_is_the_other_prediction_over_the_jobs_alone(tmp_path):
+    """With the echelon run's spec and grid at hand, the gains row says what echelon would reach
+    against the other scheduler if no job slowed another: the jobs' model steps each alone on the
+    fabric lie between their steps without communication and their steps sharing it fairly."""
+    from harness import spec as spec_mod
+    from harness.routing import compute_routes
+    from harness.schedulers import flowplan
+    st, out = sets.load_set(set_file(tmp_path)), tmp_path / "out"
+    for k in range(3):
+        put(out, "g", "fixed:fair", k, 1000.0, 1000.0)
+        put(out, "g", "fixed:echelon", k, 990.0, 990.0)
+        put(out, "t", "fixed:fair", k, 400.0, 380.0, kind="tensor")
+        put(out, "t", "fixed:echelon", k, 400.0, 375.0, kind="tensor")
+    run = sets.run_dir(out, "t", "fixed:echelon", 0)
+    (run / "spec.yaml").write_text((EXP / "echelon-tensor.yaml").read_text())
+    (run / "schedule.json").write_text(json.dumps({"flow_scheduler": {"period_s": 0.452, "jobs": {
+        "a": {"kind": "tensor"}, "b": {"kind": "tensor"}}}}))
+    _model, gains = modelcheck.tables(st, out)
+    g = {(x["row"], x["other"]): x for x in gains}
+    assert g[("g", "fixed:fair")]["alone"] is None             # no spec in the run: not played
+    sp = spec_mod.load(EXP / "echelon-tensor.yaml")
+    routes, hosts = compute_routes(sp.topology), {j.name: j.hosts for j in sp.jobs}
+    alone = flowplan.alone_steps(sp, routes, hosts, 0.452)
+    shared = flowplan.steady_steps(sp, routes, hosts, {"a": 0.0, "b": 0.0}, 0.452, "fair")
+    for j in sp.jobs:
+        ideal = flowplan.echelon.step_time(flowplan.step_of(j), {})
+        assert ideal < alone[j.name] < shared[j.name]["step_s"]
+    assert g[("t", "fixed:fair")]["alone"] == pytest.approx(380.0 / (1000 * sum(alone.values()) / 2), abs=1e-4)
+    md = modelcheck.markdown(st, *modelcheck.tables(st, out))
+    assert f"| {g[('t', 'fixed:fair')]['alone']:.3f}x |" in md
