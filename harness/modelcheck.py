@@ -23,7 +23,10 @@ import json
 import sys
 
 from harness import sets
+from harness import spec as spec_mod
 from harness.errors import UsageError
+from harness.routing import compute_routes
+from harness.schedulers import flowplan
 
 MODEL_TOLERANCE = 0.05        # the model's mean step within 5 % of the emulated one (issue 17)
 TARGET = "fixed:echelon"
@@ -61,9 +64,6 @@ def _alone_ms(out, name, repeat):
     run = sets.run_dir(out, name, TARGET, repeat)
     if not (run / "spec.yaml").exists():
         return None
-    from harness import spec as spec_mod
-    from harness.routing import compute_routes
-    from harness.schedulers import flowplan
     sp = spec_mod.load(run / "spec.yaml")
     period = json.loads((run / "schedule.json").read_text())["flow_scheduler"]["period_s"]
     steps = flowplan.alone_steps(sp, compute_routes(sp.topology), {j.name: j.hosts for j in sp.jobs}, period)

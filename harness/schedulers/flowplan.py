@@ -202,7 +202,7 @@ def steady_steps(spec, routes, hosts_of, shifts_ms, period, policy, phase=0):
 def alone_steps(spec, routes, hosts_of, period):
     """Per program job, the model's step with the fabric to itself (every other job removed) on the
     grid ``period``, its flows shared fairly among themselves: the step with no contention between
-    jobs, which a flow scheduler that orders the jobs' flows approaches but does not pass."""
+    the jobs, all that ordering the jobs' flows against each other can win."""
     out = {}
     for j in program_jobs(spec):
         alone = steady_steps(spec_with_jobs(spec, [j]), routes, hosts_of, {j.name: 0.0}, period, "fair")
