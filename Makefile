@@ -36,14 +36,16 @@ cassini-leafspine: setup
 	$(PY) -m harness.cli reproduce experiments/sets/cassini-leafspine.yaml --out results/cassini-leafspine --quiet
 
 # EchelonFlow: fair / coflow / echelon (and with searched shifts) for pipeline and tensor-parallel
-# jobs, in emulation and in the flow model that plans the pacing (experiments/sets/echelon.yaml);
+# jobs, in emulation and in the flow model that plans the pacing (experiments/sets/echelon.yaml),
+# with the runs that slowed part-way listed (harness.drift);
 # then echelon on priority queues against fair sharing and coflow (experiments/sets/echelon-priority.yaml)
 # and the calibrated flow model's predictions against those measurements (harness.modelcheck);
 # then echelon's priorities fixed against re-planned from measured arrivals (experiments/sets/echelon-replan.yaml)
 # then a pipeline next to CASSINI's VGG19 profile job, fair against echelon (experiments/sets/echelon-mixed.yaml)
 echelon: setup
-	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --out results/echelon
-	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --simulate --out results/echelon-sim
+	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --out results/echelon --publish results/README.md
+	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --simulate --out results/echelon-sim --against results/echelon --publish results/README.md
+	$(PY) -m harness.drift results/echelon --publish results/README.md
 	$(PY) -m harness.cli reproduce experiments/sets/echelon-priority.yaml --out results/echelon-priority --publish results/README.md
 	$(PY) -m harness.modelcheck experiments/sets/echelon-priority.yaml --out results/echelon-priority --publish results/README.md
 	$(PY) -m harness.cli reproduce experiments/sets/echelon-replan.yaml --out results/echelon-replan --publish results/README.md

@@ -60,14 +60,17 @@ def _mechanism(out, name, repeats):
 
 def _alone_ms(out, name, repeat):
     """The model's mean step of the row's jobs each alone on the fabric (ms), from the echelon run's
-    spec and grid; None for a run without its spec (harness.schedulers.flowplan.alone_steps)."""
+    spec and grid; None for a run without its spec or plan, or without program jobs
+    (harness.schedulers.flowplan.alone_steps)."""
     run = sets.run_dir(out, name, TARGET, repeat)
-    if not (run / "spec.yaml").exists():
+    if not (run / "spec.yaml").exists() or not (run / "schedule.json").exists():
+        return None
+    period = json.loads((run / "schedule.json").read_text()).get("flow_scheduler", {}).get("period_s")
+    if period is None:
         return None
     sp = spec_mod.load(run / "spec.yaml")
-    period = json.loads((run / "schedule.json").read_text())["flow_scheduler"]["period_s"]
     steps = flowplan.alone_steps(sp, compute_routes(sp.topology), {j.name: j.hosts for j in sp.jobs}, period)
-    return 1000 * sum(steps.values()) / len(steps)
+    return 1000 * sum(steps.values()) / len(steps) if steps else None
 
 
 def tables(st, out):

@@ -380,18 +380,42 @@ def parse_dpctl_stats(text, ports):
         elif txm:
             tx += int(txm.group(1))
             dropped += int(txm.group(2)) + int(txm.group(3))
-    return {"lost": lost, "hit": hit, "missed": missed, "dropped": dropped, "tx_packets": tx}
+    flows = sum(int(x) for x in re.findall(r"^\s*flows: (\d+)", text, re.M))
+    return {"lost": lost, "hit": hit, "missed": missed, "flows": flows, "dropped": dropped, "tx_packets": tx}
+
+
+def parse_pmd_stats(text):
+    """From ``ovs-appctl dpif-netdev/pmd-stats-show`` (the userspace datapath), summed over its
+    threads: the lookups the exact-match cache served (``emc_hits``), those the megaflow classifier
+    served (``megaflow_hits``) and the classifier's subtable lookups for them (``subtable_lookups``:
+    megaflow hits times the average per hit, which the command prints to 2 decimals); {} when the
+    text has none (a kernel datapath)."""
+    import re
+    out = {}
+    for thread in re.split(r"\n(?=\S)", text):
+        emc = re.search(r"emc hits: (\d+)", thread)
+        mega = re.search(r"megaflow hits: (\d+)", thread)
+        per = re.search(r"avg\. subtable lookups per megaflow hit: ([\d.]+)", thread)
+        if not (emc and mega and per):
+            continue
+        out["emc_hits"] = out.get("emc_hits", 0) + int(emc.group(1))
+        out["megaflow_hits"] = out.get("megaflow_hits", 0) + int(mega.group(1))
+        out["subtable_lookups"] = out.get("subtable_lookups", 0.0) + int(mega.group(1)) * float(per.group(1))
+    return out
 
 
 def datapath_counters(fab):
     """The OVS datapath's own losses on ``fab``'s switch ports (the fidelity guard's ``datapath``
     signal): dpctl's per-port drops and errors and lost upcalls, plus the packets the userspace
     datapath's receive sockets dropped (``datapath_rx_drops``); and, reported beside them, its
-    lookups (hit / missed) and the CPU time ovs-vswitchd has used (``vswitchd_cpu_s``)."""
+    lookups (hit / missed), its flows, the userspace datapath's cache and classifier hits
+    (``parse_pmd_stats``) and the CPU time ovs-vswitchd has used (``vswitchd_cpu_s``)."""
     import subprocess
     ports = {dev for dev, *_ in fab.switch_ports()}
     text = subprocess.run(["ovs-appctl", "dpctl/show", "-s"], capture_output=True, text=True).stdout
     c = parse_dpctl_stats(text, ports)
+    c.update(parse_pmd_stats(subprocess.run(["ovs-appctl", "dpif-netdev/pmd-stats-show"],
+                                            capture_output=True, text=True).stdout))
     c["socket_dropped"] = sum(n for dev, n in datapath_rx_drops().items() if dev in ports)
     c["vswitchd_cpu_s"] = process_cpu_s(VSWITCHD_PIDFILE)
     return c

@@ -1,4 +1,8 @@
 """The fidelity guard's signals and verdict (harness.fidelity), on hand-made inputs."""
+from pathlib import Path
+
+import pytest
+
 from harness import fidelity
 
 
@@ -50,14 +54,13 @@ def test_late_timers_and_broken_shaping_flag_the_run():
 def test_datapath_drops_are_read_per_port_and_flag_a_run():
     """dpctl/show -s (the format of OVS 3.1's userspace datapath, one port of another bridge with
     drops that are not ours): our ports' RX/TX dropped and errors plus lost upcalls."""
-    from pathlib import Path
 
     from harness.fidelity import DATAPATH_DROP_FRAC, datapath_delta
     from harness.netcheck import parse_dpctl_stats
     text = (Path(__file__).parent / "fixtures/dpctl_show_s.txt").read_text()
     c = parse_dpctl_stats(text, {"ils2-eth1", "ils2-eth2"})
-    assert c == {"lost": 3, "hit": 3089, "missed": 25, "dropped": 7 + 1 + 2, "tx_packets": 1037}
-    zero = {"lost": 0, "hit": 0, "missed": 0, "dropped": 0, "socket_dropped": 0, "tx_packets": 0}
+    assert c == {"lost": 3, "hit": 3089, "missed": 25, "flows": 25, "dropped": 7 + 1 + 2, "tx_packets": 1037}
+    zero = {"lost": 0, "hit": 0, "missed": 0, "flows": 0, "dropped": 0, "socket_dropped": 0, "tx_packets": 0}
     d = datapath_delta(zero, {**c, "socket_dropped": 4})
     assert (d["drops"], d["packets"], d["missed"]) == (17, 1037, 25)
     base = dict(cpu_busy_seconds_share=0.0, timer_late_ms_p99_worst=1.0, timer_late_ms_allowed=10.0,
@@ -124,13 +127,34 @@ def test_datapath_cost_is_reported_from_lookups_and_vswitchd_cpu_and_never_judge
               "vswitchd_cpu_s": 2.0}
     after = {**before, "hit": 1900, "missed": 110, "tx_packets": 10_500, "vswitchd_cpu_s": 3.5}
     d = datapath_delta(before, after)
-    assert datapath_cost(d) == {"datapath_missed_share": 0.1, "vswitchd_cpu_us_per_packet": 150.0}
+    assert datapath_cost(d) == {"datapath_missed_share": 0.1, "vswitchd_cpu_us_per_packet": 150.0,
+                                "datapath_emc_share": None, "subtable_lookups_per_megaflow_hit": None,
+                                "datapath_flows": None}
     sig = signals([0.6] * 10, [], 0.5, 1.01, 300.0, d)
     assert (sig["datapath_missed_share"], sig["vswitchd_cpu_us_per_packet"]) == (0.1, 150.0)
     assert fidelity.verdict(sig) == (True, [])
     old = datapath_delta({k: v for k, v in before.items() if k != "vswitchd_cpu_s"}, after)
     assert datapath_cost(old)["vswitchd_cpu_us_per_packet"] is None
-    assert datapath_cost(None) == {"datapath_missed_share": None, "vswitchd_cpu_us_per_packet": None}
+    assert set(datapath_cost(None).values()) == {None}
+
+
+def test_the_userspace_datapaths_cache_and_classifier_are_read_per_run():
+    """pmd-stats-show's main thread (as printed during a run on this machine) and a second thread
+    (made up, to check the sum): the run's share of exact-match-cache hits and subtable lookups per
+    classifier hit come from the difference of two readings; a kernel datapath prints none."""
+    from harness.fidelity import datapath_cost, datapath_delta
+    from harness.netcheck import parse_pmd_stats
+    p = parse_pmd_stats((Path(__file__).parent / "fixtures/pmd_stats_show.txt").read_text())
+    assert p == {"emc_hits": 23644 + 600, "megaflow_hits": 84907 + 400,
+                 "subtable_lookups": pytest.approx(84907 * 2.0 + 400 * 1.5)}
+    assert parse_pmd_stats("please specify an existing datapath") == {}
+    base = {"lost": 0, "hit": 0, "missed": 0, "dropped": 0, "socket_dropped": 0, "tx_packets": 0, "flows": 10}
+    before = {**base, "emc_hits": 100, "megaflow_hits": 1000, "subtable_lookups": 2000.0}
+    after = {**base, "flows": 240, "emc_hits": 400, "megaflow_hits": 1900, "subtable_lookups": 4250.0}
+    cost = datapath_cost(datapath_delta(before, after))
+    assert (cost["datapath_emc_share"], cost["subtable_lookups_per_megaflow_hit"], cost["datapath_flows"]) == \
+        (0.25, 2.5, 240)
+    assert datapath_cost(datapath_delta(base, base))["datapath_emc_share"] is None
 
 
 def test_process_cpu_is_read_after_the_command_name():

@@ -90,13 +90,14 @@ def test_the_room_left_is_the_other_prediction_over_the_jobs_alone(tmp_path):
         put(out, "g", "fixed:echelon", k, 990.0, 990.0)
         put(out, "t", "fixed:fair", k, 400.0, 380.0, kind="tensor")
         put(out, "t", "fixed:echelon", k, 400.0, 375.0, kind="tensor")
+    (sets.run_dir(out, "g", "fixed:echelon", 0) / "spec.yaml").write_text((EXP / "echelon-gpipe.yaml").read_text())
     run = sets.run_dir(out, "t", "fixed:echelon", 0)
     (run / "spec.yaml").write_text((EXP / "echelon-tensor.yaml").read_text())
     (run / "schedule.json").write_text(json.dumps({"flow_scheduler": {"period_s": 0.452, "jobs": {
         "a": {"kind": "tensor"}, "b": {"kind": "tensor"}}}}))
     _model, gains = modelcheck.tables(st, out)
     g = {(x["row"], x["other"]): x for x in gains}
-    assert g[("g", "fixed:fair")]["alone"] is None             # no spec in the run: not played
+    assert g[("g", "fixed:fair")]["alone"] is None             # a spec but no plan in the run: not played
     sp = spec_mod.load(EXP / "echelon-tensor.yaml")
     routes, hosts = compute_routes(sp.topology), {j.name: j.hosts for j in sp.jobs}
     alone = flowplan.alone_steps(sp, routes, hosts, 0.452)
