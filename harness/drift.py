@@ -10,6 +10,7 @@ No root. Exit 2 when the directory holds no run.
 """
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -48,7 +49,8 @@ def run_row(run):
 
 
 def table(out):
-    runs = sorted(p.parent for p in Path(out).glob("**/summary.json") if (p.parent / "iterations.csv").exists())
+    runs = sorted((p.parent for p in Path(out).glob("**/summary.json") if (p.parent / "iterations.csv").exists()),
+                  key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))])
     if not runs:
         raise UsageError(f"{out}: no run (a directory with summary.json and iterations.csv)")
     return [dict(run_row(r), run=str(r.relative_to(out))) for r in runs]
