@@ -64,8 +64,8 @@ def idle_shares(samples):
 
 def datapath_delta(before, after):
     """The datapath signal between two readings of harness.netcheck.datapath_counters, and what is
-    reported beside it: the lookups that missed the datapath's flow cache and vswitchd's CPU time
-    (None where a reading lacks them)."""
+    reported beside it: the datapath's lookups by where they were served and vswitchd's CPU time (None
+    where a reading lacks them), and its flows at the second reading."""
     d = {k: after[k] - before[k] for k in ("lost", "dropped", "socket_dropped", "tx_packets")}
     for k in ("hit", "missed", "vswitchd_cpu_s", "emc_hits", "megaflow_hits", "subtable_lookups"):
         d[k] = None if before.get(k) is None or after.get(k) is None else after[k] - before[k]
