@@ -45,7 +45,7 @@ cassini-leafspine: setup
 echelon: setup
 	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --out results/echelon --publish results/README.md
 	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --simulate --out results/echelon-sim --against results/echelon --publish results/README.md
-	$(PY) -m harness.drift results/echelon --publish results/README.md
+	$(PY) -m harness.drift experiments/sets/echelon.yaml --out results/echelon --publish results/README.md
 	$(PY) -m harness.cli reproduce experiments/sets/echelon-priority.yaml --out results/echelon-priority --publish results/README.md
 	$(PY) -m harness.modelcheck experiments/sets/echelon-priority.yaml --out results/echelon-priority --publish results/README.md
 	$(PY) -m harness.cli reproduce experiments/sets/echelon-replan.yaml --out results/echelon-replan --publish results/README.md

@@ -4,15 +4,12 @@ of its samples, and the datapath's cost (harness.fidelity.DATAPATH_COST). Report
 fidelity guard has no rule for a fabric that slows mid-run (results/README.md, "When the fabric
 slows mid-run").
 
-    python -m harness.drift results/echelon [--publish results/README.md]
+    python -m harness.drift experiments/sets/echelon.yaml --out results/echelon [--publish results/README.md]
 
-No root. Exit 2 when the directory holds no run.
+No root. Exit 2 on a bad set file or when ``--out`` holds none of its runs.
 """
-import argparse
 import json
-import re
 import sys
-from pathlib import Path
 
 import pandas as pd
 
@@ -20,10 +17,12 @@ from harness import sets
 from harness.errors import UsageError
 from harness.fidelity import DATAPATH_COST
 
+KIND = "drift"
 
-def halves(steps):
-    """(mean of the first half, mean of the second half) of ``steps`` (in order), the first left out."""
-    s = list(steps)[1:]
+
+def halves(xs, skip=1):
+    """(mean of the first half, mean of the second half) of ``xs`` (in order) after its first ``skip``."""
+    s = list(xs)[skip:]
     if len(s) < 2:
         return None, None
     k = len(s) // 2
@@ -35,25 +34,28 @@ def run_row(run):
     worker's iteration), the CPU idle shares and the datapath's cost."""
     it = pd.read_csv(run / "iterations.csv")
     it["step_ms"] = 1000 * (it["end"] - it["start"])
-    worst = None
+    ratios = []
     for _job, g in it.groupby("job"):
         early, late = halves(g.groupby("iteration")["step_ms"].max().sort_index())
         if early:
-            r = late / early
-            worst = r if worst is None or r > worst else worst
+            ratios.append(late / early)
     signals = json.loads((run / "summary.json").read_text())["fidelity"]
     signals = signals.get("signals", signals)
-    idle_early, idle_late = halves([None] + list(signals.get("cpu_idle_per_s") or []))
-    return {"run": str(run), "late_over_early": worst, "idle_early": idle_early, "idle_late": idle_late,
+    idle_early, idle_late = halves(signals.get("cpu_idle_per_s") or [], skip=0)
+    return {"late_over_early": max(ratios, default=None), "idle_early": idle_early, "idle_late": idle_late,
             **{k: signals.get(k) for k in DATAPATH_COST}}
 
 
-def table(out):
-    runs = sorted((p.parent for p in Path(out).glob("**/summary.json") if (p.parent / "iterations.csv").exists()),
-                  key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))])
-    if not runs:
-        raise UsageError(f"{out}: no run (a directory with summary.json and iterations.csv)")
-    return [dict(run_row(r), run=str(r.relative_to(out))) for r in runs]
+def table(st, out):
+    """A row per complete run of ``st`` under ``out``, in the set's order."""
+    rows = []
+    for r in st["runs"]:
+        for s in r["schedulers"]:
+            for k in range(r["repeats"]):
+                d = sets.run_dir(out, r["name"], s, k)
+                if (d / "summary.json").is_file() and (d / "iterations.csv").is_file():
+                    rows.append({"run": f"{r['name']} {s} r{k}", **run_row(d)})
+    return rows
 
 
 def _f(x, spec):
@@ -75,24 +77,15 @@ def markdown(rows):
     return "\n".join(lines) + "\n"
 
 
+def render(st, out):
+    rows = table(st, out)
+    if not rows:
+        raise UsageError(f"{out}: no run of the set has results there")
+    return f"# Drift: {st['name']}\n" + markdown(rows)
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m harness.drift", description=__doc__.split("\n\n")[0])
-    ap.add_argument("out", help="a results directory (a set's --out or one run)")
-    ap.add_argument("--publish", metavar="FILE", help="replace the block <!-- interleave drift NAME --> in FILE")
-    a = ap.parse_args(argv)
-    name = Path(a.out).name
-    try:
-        if a.publish:
-            sets.check_publish({"name": name}, a.publish, kind="drift")
-        md = "# Drift\n" + markdown(table(a.out))
-    except UsageError as exc:
-        print(f"drift: {exc}", file=sys.stderr)
-        return 2
-    print(md)
-    if a.publish:
-        command = "python -m harness.drift " + " ".join(argv if argv is not None else sys.argv[1:])
-        sets.publish({"name": name}, md, a.publish, command, kind="drift")
-    return 0
+    return sets.block_command("harness.drift", __doc__, KIND, "emulated", render, argv)
 
 
 if __name__ == "__main__":

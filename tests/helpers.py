@@ -103,3 +103,13 @@ def assert_receivers_saw_the_marks(congested):
         assert abs(congested["receiver_ce"] - marks) <= max(1, 0.01 * marks), congested
     else:
         assert max(per_port) * 0.99 <= congested["receiver_ce"] <= marks * 1.01, congested
+
+
+def set_file(path, name, repeats, rows):
+    """A set file at ``path`` whose rows name specs of experiments/ by absolute path: ``rows`` are
+    (spec file name, label, schedulers)."""
+    lines = [f"name: {name}", f"repeats: {repeats}", "runs:"]
+    lines += [f"  - {{spec: {ROOT / 'experiments' / spec}, label: {label}, schedulers: {json.dumps(list(scheds))}}}"
+              for spec, label, scheds in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -1,10 +1,15 @@
-"""harness.drift: a run whose steps slow part-way stands out; a directory without runs exits 2."""
+"""harness.drift: a run whose steps slow part-way stands out; bad input exits 2."""
 import json
 
 import pandas as pd
 import pytest
 
-from harness import drift
+from harness import drift, sets
+from tests import helpers
+
+
+def set_file(tmp_path):
+    return helpers.set_file(tmp_path / "probe.yaml", "probe", 2, [("echelon-gpipe.yaml", "g", ["fixed:fair"])])
 
 
 def make_run(d, steps_ms, idle):
@@ -22,27 +27,30 @@ def make_run(d, steps_ms, idle):
 
 def test_halves_leave_the_first_step_out():
     assert drift.halves([999, 1, 1, 3, 3]) == (1, 3)
+    assert drift.halves([1, 1, 3, 3], skip=0) == (1, 3)
     assert drift.halves([5, 4]) == (None, None)
 
 
 def test_a_run_that_slowed_part_way_stands_out(tmp_path, capsys):
-    make_run(tmp_path / "s" / "steady-r0", [2000] + [1000] * 10, [0.5] * 10)
-    make_run(tmp_path / "s" / "slowed-r0", [2000] + [1000] * 5 + [1200] * 5, [0.5] * 5 + [0.4] * 5)
-    rows = {r["run"]: r for r in drift.table(tmp_path)}
-    assert rows["s/steady-r0"]["late_over_early"] == pytest.approx(1.0)
-    assert rows["s/slowed-r0"]["late_over_early"] == pytest.approx(1.2)
-    assert (rows["s/slowed-r0"]["idle_early"], rows["s/slowed-r0"]["idle_late"]) == pytest.approx((0.5, 0.4))
-    assert rows["s/slowed-r0"]["vswitchd_cpu_us_per_packet"] == 90.0
-    assert rows["s/slowed-r0"]["datapath_emc_share"] is None
-    assert drift.main([str(tmp_path)]) == 0
-    assert "| s/slowed-r0 | 1.200 | 0.50 / 0.40 | 90.0 us |" in capsys.readouterr().out
+    st, out = sets.load_set(set_file(tmp_path)), tmp_path / "out"
+    make_run(sets.run_dir(out, "g", "fixed:fair", 0), [2000] + [1000] * 10, [0.5] * 10)
+    make_run(sets.run_dir(out, "g", "fixed:fair", 1), [2000] + [1000] * 5 + [1200] * 5, [0.5] * 5 + [0.4] * 5)
+    rows = {r["run"]: r for r in drift.table(st, out)}
+    assert rows["g fixed:fair r0"]["late_over_early"] == pytest.approx(1.0)
+    slowed = rows["g fixed:fair r1"]
+    assert slowed["late_over_early"] == pytest.approx(1.2)
+    assert (slowed["idle_early"], slowed["idle_late"]) == pytest.approx((0.5, 0.4))
+    assert slowed["vswitchd_cpu_us_per_packet"] == 90.0 and slowed["datapath_emc_share"] is None
+    assert drift.main([str(set_file(tmp_path)), "--out", str(out)]) == 0
+    assert "| g fixed:fair r1 | 1.200 | 0.50 / 0.40 | 90.0 us |" in capsys.readouterr().out
 
 
 def test_no_run_and_no_block_exit_2(tmp_path, capsys):
-    assert drift.main([str(tmp_path)]) == 2
-    assert "no run" in capsys.readouterr().err
-    make_run(tmp_path / "r", [1000] * 4, [0.5] * 4)
+    sf = str(set_file(tmp_path))
+    assert drift.main([sf, "--out", str(tmp_path / "none")]) == 2
+    assert "no run of the set" in capsys.readouterr().err
+    make_run(sets.run_dir(tmp_path / "out", "g", "fixed:fair", 0), [1000] * 4, [0.5] * 4)
     md = tmp_path / "README.md"
     md.write_text("nothing marked\n")
-    assert drift.main([str(tmp_path), "--publish", str(md)]) == 2
+    assert drift.main([sf, "--out", str(tmp_path / "out"), "--publish", str(md)]) == 2
     assert "has no block" in capsys.readouterr().err

@@ -5,19 +5,15 @@ from pathlib import Path
 import pytest
 
 from harness import modelcheck, sets
+from tests import helpers
 
 EXP = Path(__file__).resolve().parents[2] / "experiments"
 
 
 def set_file(tmp_path):
-    p = tmp_path / "prio.yaml"
-    p.write_text(f"""name: prio
-repeats: 3
-runs:
-  - {{spec: {EXP / 'echelon-gpipe.yaml'}, label: g, schedulers: ["fixed:fair", "fixed:coflow", "fixed:echelon"]}}
-  - {{spec: {EXP / 'echelon-tensor.yaml'}, label: t, schedulers: ["fixed:fair", "fixed:echelon"]}}
-""")
-    return p
+    return helpers.set_file(tmp_path / "prio.yaml", "prio", 3, [
+        ("echelon-gpipe.yaml", "g", ["fixed:fair", "fixed:coflow", "fixed:echelon"]),
+        ("echelon-tensor.yaml", "t", ["fixed:fair", "fixed:echelon"])])
 
 
 def put(out, row, sched, k, step, predicted, kind="pipeline", ok=True, mechanism=None):
