@@ -111,17 +111,28 @@ class _Steps:
             if f.feeds:
                 self.needs[j.name].setdefault(f.feeds, []).append(i)
         self.conn = [(j.name, j.hosts[f.src], j.hosts[f.dst]) for j, _k, f in flows]
+        # unreleased flows by what releases them: their job's start, or the end of the op they follow
+        self.wait_start = [i for i, (_j, _k, f) in enumerate(flows) if f.after is None]
+        self.wait_op = {}
+        for i, (j, _k, f) in enumerate(flows):
+            if f.after:
+                self.wait_op.setdefault((j.name, f.after), []).append(i)
+        self.ended = []                                  # (job, op) ended since the last release
 
     def release(self, now):
-        st, released, rem = self.st, self.released, self.rem
-        for i, (j, k, f) in enumerate(self.flows):
-            if np.isnan(released[i]):
-                if (f.after is None and now >= j.start_s - EPS) or (f.after and f.after in st[j.name]["end"]
-                                                                    and st[j.name]["end"][f.after] <= now + EPS):
-                    released[i] = now
-                    if rem[i] <= 0 or not self.fpath[i]:
-                        self.sent[i] = self.finished[i] = now
-                        rem[i] = 0.0
+        ready = [i for key in self.ended for i in self.wait_op.pop(key, [])]
+        self.ended = []
+        if self.wait_start:
+            due = [i for i in self.wait_start if now >= self.flows[i][0].start_s - EPS]
+            if due:
+                self.wait_start = sorted(set(self.wait_start) - set(due))
+                ready += due
+        rem = self.rem
+        for i in ready:
+            self.released[i] = now
+            if rem[i] <= 0 or not self.fpath[i]:
+                self.sent[i] = self.finished[i] = now
+                rem[i] = 0.0
 
     def start_ops(self, now):
         finished = self.finished
@@ -149,6 +160,7 @@ class _Steps:
             for r, run in list(s["running"].items()):
                 if run and run[1] <= now + EPS:
                     s["end"][run[0]] = run[1]
+                    self.ended.append((j.name, run[0]))
                     s["free"][r] = run[1]
                     s["running"][r] = None
 
@@ -261,7 +273,8 @@ class _Steps:
         cands = [self.max_s]
         if len(act):
             cands.append(t + float((self.rem[act] / r[act]).min()))
-        cands += [x for x in self.finished if x > t + EPS]
+        fin = self.finished
+        cands += fin[fin > t + EPS].tolist()
         for j in self.steps:
             for run in self.st[j.name]["running"].values():
                 if run:
