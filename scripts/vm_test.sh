@@ -5,26 +5,32 @@
 # command's exit status. This host's kernel has none of those modules (shared/reference/platform.md).
 #   sudo bash scripts/vm_test.sh                 # doctor's report, then the stock-kernel tests (tests/stock)
 #   sudo bash scripts/vm_test.sh CMD [ARGS...]   # any command, run from the checkout inside the guest
-#   sudo bash scripts/vm_test.sh --check         # exit 0 if this machine can run the tier, else 3
+#   sudo bash scripts/vm_test.sh --check         # exit 0 if a guest boots on this machine, else 3 and
+#                                                # one line naming the reason (on stderr)
 # The guest's root filesystem (a debootstrapped minbase of the host's own distribution and mirror,
 # with scripts/packages.txt installed and the UML kernel's modules) is built once and cached in
 # .vm/ under a hash of its inputs; each boot writes to a throw-away copy-on-write file. `make clean`
 # removes .vm/. Nothing is left running after an interrupt: the guest runs in its own process group,
 # which is killed on exit.
+# Whether a guest boots is found by a boot probe before anything is built: the UML kernel boots with
+# the host's / as its root (hostfs, read-only use) and an init that only writes a file and powers
+# off, a few seconds. Some hosts cannot boot user-mode Linux at all (the kernel panics before its
+# init runs); the probe's verdict and reason are cached in .vm/ under a hash of the UML kernel's
+# version, the CPU's model and flags and this script, so --check and the tier probe once per host.
+# VM_PROBE_RESULT=ok|REASON stands in for the probe (the tests of the decision use it).
 # Exit status: the command's; 3 environment problem (not root, a package that will not install,
-# the image build failed, the guest did not report a status); 124 the guest ran past VM_TIMEOUT_S.
+# user-mode Linux cannot boot here, the image build failed, the guest did not report a status);
+# 124 the guest ran past VM_TIMEOUT_S.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd -P)
-VM=$ROOT/.vm
+VM=${VM_DIR:-$ROOT/.vm}
 say() { printf 'vm-test: %s\n' "$*" >&2; }
 die() { printf 'vm-test: %s\n' "$*" >&2; exit 3; }
 
 DEFAULT=(bash -c "bash scripts/setup.sh && .venv/bin/interleave doctor && .venv/bin/python -m pytest -v -p no:cacheprovider tests/stock")
 MEM=${VM_MEM:-4G}
 TIMEOUT_S=${VM_TIMEOUT_S:-2400}
-
-[ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, mkfs, the guest's fabric) -- fix: sudo make vm-test"
 
 HOST_PKGS=(user-mode-linux debootstrap e2fsprogs)
 host_missing() {
@@ -35,21 +41,50 @@ host_missing() {
   echo "${out[@]}"
 }
 
-if [ "${1:-}" = "--check" ]; then
-  # the tier can run where the UML kernel is installed or installable from the package registry
-  [ -z "$(host_missing)" ] && exit 0
-  command -v apt-get >/dev/null && apt-cache show user-mode-linux >/dev/null 2>&1 && exit 0
-  exit 3
-fi
+# can_boot: 0 when a guest boots here, else 3 with the reason on stderr; the verdict is cached
+can_boot() {
+  local verdict
+  if [ -n "${VM_PROBE_RESULT:-}" ]; then
+    verdict=$VM_PROBE_RESULT
+  else
+    local uml key cache
+    uml=$(command -v linux.uml || true)
+    [ -x "$uml" ] || { say "linux.uml is not on PATH -- fix: apt-get install user-mode-linux"; return 3; }
+    key=$( { dpkg-query -W -f='${Version}' user-mode-linux 2>/dev/null; sha256sum "$uml"
+             grep -m1 '^model name' /proc/cpuinfo; grep -m1 '^flags' /proc/cpuinfo
+             cat "$ROOT/scripts/uml_boot_probe.sh"; } | sha256sum | cut -c1-16)
+    cache=$VM/boot-probe-$key
+    mkdir -p "$VM"
+    if [ ! -f "$cache" ]; then
+      say "probing whether a user-mode-Linux guest boots on this host (cached as ${cache#"$ROOT"/})"
+      bash "$ROOT/scripts/uml_boot_probe.sh" "$uml" "$VM" > "$cache.tmp" && mv "$cache.tmp" "$cache"
+    fi
+    verdict=$(cat "$cache")
+  fi
+  [ "$verdict" = ok ] && return 0
+  say "$verdict"
+  return 3
+}
 
-missing=$(host_missing)
-if [ -n "$missing" ]; then
+install_host_packages() {
+  local missing
+  missing=$(host_missing)
+  [ -z "$missing" ] && return 0
+  [ "$(id -u)" -eq 0 ] || die "needs root to install $missing -- fix: sudo make vm-test"
   say "installing on this machine: $missing"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq || die "apt-get update failed -- fix: check the package mirror"
   # shellcheck disable=SC2086
   apt-get install -y -qq --no-install-recommends $missing >/dev/null || die "apt-get install failed for: $missing"
-fi
+}
+
+# whether a guest boots here, before anything is built (--check stops there)
+[ -n "${VM_PROBE_RESULT:-}" ] || install_host_packages
+can_boot || exit 3
+[ "${1:-}" = "--check" ] && exit 0
+
+[ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, mkfs, the guest's fabric) -- fix: sudo make vm-test"
+install_host_packages
 UML=$(command -v linux.uml || true)
 [ -x "$UML" ] || die "user-mode-linux installed but linux.uml is not on PATH"
 KVER=$(ls /usr/lib/uml/modules 2>/dev/null | head -1)
