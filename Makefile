@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PYTHONWARNINGS := ignore
 
-.PHONY: setup demo test unit emulation vm-test bench clean reproduce nightly simulate-eval echelon cassini-sim cassini-leafspine
+.PHONY: setup demo test test-experiments unit emulation vm-test bench clean reproduce nightly simulate-eval echelon cassini-sim cassini-leafspine
 setup:
 	@bash scripts/setup.sh
 
@@ -18,10 +18,10 @@ demo: setup
 reproduce: setup
 	$(PY) -m harness.cli reproduce experiments/sets/reproduction.yaml --out results/reproduction
 
-# the nightly tier: the reproduction set plus the network-sensitive comparison, with floors on the
-# headline ratios (experiments/sets/nightly.yaml); exit 1 when one falls below
+# the nightly tier: the experiment-sized tests, then the reproduction set plus the network-sensitive
+# comparison, with floors on the headline ratios (experiments/sets/nightly.yaml); exit 1 when one falls below
 NIGHTLY_OUT ?= results/nightly-$(shell date +%Y%m%d)
-nightly: setup
+nightly: setup test-experiments
 	$(PY) -m harness.cli reproduce experiments/sets/nightly.yaml --out $(NIGHTLY_OUT) --floors --quiet
 
 # network-sensitive scheduling at scale, in the simulator (no root)
@@ -51,14 +51,21 @@ echelon: setup
 	$(PY) -m harness.cli reproduce experiments/sets/echelon-replan.yaml --out results/echelon-replan --publish results/README.md
 	$(PY) -m harness.cli reproduce experiments/sets/echelon-mixed.yaml --out results/echelon-mixed --publish results/README.md
 
+# make test: the unit tier on both cores (pytest-xdist), then the emulation tier's tests of behaviour
+# one at a time (one fabric at a time; the emulator needs the CPU); each prints its slowest tests.
+# The experiment-sized emulation tests (marker `experiment`) are `make test-experiments`.
 test: setup
-	$(PY) -m pytest -q tests/unit tests/emulation
+	$(PY) -m pytest -q -n 2 --durations=5 tests/unit
+	$(PY) -m pytest -q --durations=10 -m "not experiment" tests/emulation
+
+test-experiments: setup
+	$(PY) -m pytest -q --durations=0 -m experiment tests/emulation
 
 unit: setup
-	$(PY) -m pytest -q -m "not root"
+	$(PY) -m pytest -q -n 2 -m "not root"
 
 emulation: setup
-	$(PY) -m pytest -q -m root
+	$(PY) -m pytest -q -m "root and not experiment"
 
 # the stock-kernel tier: tests/stock (or VM_CMD) inside a user-mode-Linux guest with the kernel OVS
 # datapath, sch_red, netem and DCTCP (scripts/vm_test.sh; the guest image is cached in .vm/)

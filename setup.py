@@ -26,6 +26,6 @@ setup(
         "tqdm>=4.60,<5",
         "distributed>=2024.1,<2027",      # experiment sets on Dask workers (reproduce --workers / --cluster)
     ],
-    extras_require={"test": ["pytest>=7,<10", "hypothesis>=6.80,<7"]},
+    extras_require={"test": ["pytest>=7,<10", "pytest-xdist>=3,<4", "hypothesis>=6.80,<7"]},
     entry_points={"console_scripts": ["interleave=harness.cli:main"]},
 )

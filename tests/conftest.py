@@ -1,5 +1,6 @@
-"""The two tiers: tests marked ``root`` (the emulation tier: real namespaces, OVS, tc) are skipped
-without root; every other test runs anywhere."""
+"""The tiers: tests marked ``root`` (the emulation tier: real namespaces, OVS, tc) are skipped
+without root; every other test runs anywhere. Root tests also marked ``experiment`` re-measure a
+claim over full-length runs: ``make test-experiments`` runs them, ``make test`` leaves them out."""
 import os
 import sys
 from pathlib import Path
@@ -17,3 +18,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("root"):
             item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Runs the fidelity guard flagged and a test repeated (tests.helpers.run_kept), one line each."""
+    from tests.helpers import GUARD_REPEATS_SEEN
+    if GUARD_REPEATS_SEEN:
+        terminalreporter.section("runs repeated: flagged by the fidelity guard")
+        for line in GUARD_REPEATS_SEEN:
+            terminalreporter.write_line(line)

@@ -61,13 +61,21 @@ def offsets(rp):
 
 
 def test_two_jobs_keep_a_120ms_offset(fab, tmp_path):
-    # the replay's own precision: disjoint paths (a inside s1, b inside s2), only emulation noise
+    """The replay's own precision, on disjoint paths (a inside s1, b inside s2): the first slot's
+    offset is the shift within 2 % of an iteration, and every later slot's stays inside the
+    re-alignment band (5 %). The band, not 2 %, is what holds later: each job's grid drifts by
+    itself (its communication phases end 0-5 ms late, and a leader re-aligns only beyond 5 %), so a
+    one-off slip of one job moves the offset until a re-alignment. Measured on this machine kind
+    (6 quiet runs): first slot 119.7-120.5 ms; the largest deviation of any slot 0.3-8.5 ms; in one run
+    job b slipped 8 ms at slot 6 and kept that offset (median 127.9 ms)."""
     rp = start(Replayer(fab, tmp_path), [(Job("a", "vgg16", 2, 40), ["h1", "h2"], 0.0, None),
                                          (Job("b", "vgg16", 2, 40), ["h3", "h4"], 120.0, None)])
     rp.wait(60)
     diff = offsets(rp)
-    assert len(diff) >= 30
-    assert abs(diff.median() - 120) <= 0.02 * 255, diff.describe()
+    assert len(diff) >= 30, f"{len(diff)} slots with both jobs' iterations (at least 30)"
+    assert abs(diff.iloc[0] - 120) <= 0.02 * 255, f"first slot's offset {diff.iloc[0]:.1f} ms (120 +- 5.1)"
+    worst = (diff - 120).abs()
+    assert (worst <= 0.05 * 255).all(), f"slot {worst.idxmax()}: offset {diff[worst.idxmax()]:.1f} ms (120 +- 12.75)"
 
 
 def test_offset_stays_in_the_realignment_band_on_a_shared_bottleneck(fab, tmp_path):
