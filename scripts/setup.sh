@@ -71,7 +71,7 @@ fi
 stamp=.venv/.interleave-installed
 if [ ! -f "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   say "installing the project and its Python dependencies into .venv"
-  # --no-compile: modules are byte-compiled when first imported, not all of them now (21 s instead of 35 here)
+  # --no-compile: modules are byte-compiled when first imported, not every installed one now
   .venv/bin/pip install -q --no-compile --disable-pip-version-check -e ".[test]" || die "pip install failed"
   touch "$stamp"
 fi

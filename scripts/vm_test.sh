@@ -13,8 +13,8 @@
 # removes .vm/. Nothing is left running after an interrupt: the guest runs in its own process group,
 # which is killed on exit.
 # Whether a guest boots is found by a boot probe before anything is built: the UML kernel boots with
-# the host's / as its root (hostfs, read-only use) and an init that only writes a file and powers
-# off, a few seconds. Some hosts cannot boot user-mode Linux at all (the kernel panics before its
+# the host's / as its root (hostfs) and an init that only writes one file under .vm/ and powers
+# off, a few seconds (scripts/uml_boot_probe.sh). Some hosts cannot boot user-mode Linux at all (the kernel panics before its
 # init runs); the probe's verdict and reason are cached in .vm/ under a hash of the UML kernel's
 # version, the CPU's model and flags and this script, so --check and the tier probe once per host.
 # VM_PROBE_RESULT=ok|REASON stands in for the probe (the tests of the decision use it).
