@@ -110,14 +110,16 @@ class FabricController(app_manager.OSKenApp):
             self.synced.discard(dp.id)
             LOG.info("switch %s disconnected", dp.id)
 
-    @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
+    # A switch's replies can arrive before os-ken moves it to MAIN (it waits for its own port
+    # description request), and os-ken drops an event that no handler takes in the current state.
+    @set_ev_cls(ofp_event.EventOFPBarrierReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def barrier_reply(self, ev):
         dpid = ev.msg.datapath.id
         if dpid in self.pending:
             self.installed[dpid] = self.pending.pop(dpid)
             self.synced.add(dpid)
 
-    @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
+    @set_ev_cls(ofp_event.EventOFPPacketIn, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def packet_in(self, ev):
         msg = ev.msg
         dp = msg.datapath
