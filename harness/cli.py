@@ -75,7 +75,7 @@ def cmd_netcheck(args):
                     cc=backends["congestion_control"], log=log) as fab:
             checks = run_checks(fab, log)
     result = {"topology": topo.summary(), "link": topo.links[0].params.to_dict(), "backends": backends,
-              "checks": checks, "ok": all(c["ok"] for c in checks),
+              "host_settings": fab.settings, "checks": checks, "ok": all(c["ok"] for c in checks),
               "timings": {k: round(v, 2) for k, v in fab.timings.items()}, "version": __version__}
     log(f"netcheck {'PASSED' if result['ok'] else 'FAILED'} "
         f"(build {fab.timings['build_s']:.1f} s, teardown {fab.timings['teardown_s']:.1f} s)")

@@ -4,6 +4,7 @@ Naming: OVS bridge of switch ``sN`` is ``ilsN`` (dpid N); its port P is interfac
 host ``hI`` keeps its name and its interface is ``hI-eth0`` inside its namespace.
 
 What ``Fabric.start`` sets up, in order (each resource is in the ledger before it exists):
+  0. with the userspace datapath, ovs-vswitchd's scheduling group raised (``harness.vswitchd``);
   1. the controller process (``controllers.launch``) on a free loopback port, given the routes;
   2. hosts (Mininet namespaces), switches (``OVSSwitch``, datapath ``user`` or ``kernel``), links;
   3. hosts: MTU, offloads off (the userspace datapath needs it), TCP ECN + congestion control,
@@ -21,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness import vswitchd
 from harness.errors import EnvError, InterleaveError
 from harness.qdisc import MARKERS, htb_cmds
 from harness.routing import compute_routes
@@ -108,6 +110,7 @@ class Fabric:
         self.controller = None
         self.control_path = self.state_dir / "controller.sock"
         self.timings = {}
+        self.settings = {}      # host settings held for the run (harness.vswitchd)
 
     # ---- names ----------------------------------------------------------
     def bridge(self, switch):
@@ -143,6 +146,8 @@ class Fabric:
     def start(self):
         t0 = time.monotonic()
         self._record_plan()
+        if self.datapath == "user":
+            self.settings["vswitchd_group_nice"] = vswitchd.raise_group(self.ledger, self.log)
         self._start_controller()
         self._build_mininet()
         t_net = time.monotonic()

@@ -8,8 +8,9 @@ inherits ``INTERLEAVE_RUN=<run id>`` in its environment: a later clean kills a p
 it is in a recorded namespace *and* carries that marker, so a reused inode number never makes a
 stranger's process ours.
 
-Global settings (sysctls) are changed only through ``Ledger.set_sysctl``, which records the old
-value first; clean restores it when the value is still ours. Removals that fail stay in the ledger
+Global settings are changed only through the ledger, which records the old value first: sysctls
+(``Ledger.set_sysctl``) and a daemon's scheduling group (``Ledger.set_autogroup``); clean restores
+each when it still holds what we wrote (the same process, for a group). Removals that fail stay in the ledger
 (the next start or ``interleave clean`` retries them), and teardown runs with SIGINT, SIGTERM and
 SIGHUP blocked so that a second Ctrl-C cannot cut it short.
 
@@ -72,6 +73,15 @@ def carries_marker(pid, run_id):
     return f"{MARKER}={run_id}".encode() in env
 
 
+def read_autogroup_nice(pid):
+    """The nice of ``pid``'s scheduling group: /proc/PID/autogroup reads '/autogroup-N nice K'."""
+    return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
+
+
+def write_autogroup_nice(pid, nice):
+    Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+
+
 def _same_process(rec):
     return rec.get("starttime") is not None and proc_starttime(rec["pid"]) == rec["starttime"]
 
@@ -83,7 +93,7 @@ class Ledger:
         self.path = Path(path)
         self.data = data or {"pid": os.getpid(), "run_id": f"{os.getpid()}-{int(time.time())}",
                              "started": time.time(), "processes": [], "namespaces": [], "bridges": [],
-                             "links": [], "files": [], "bpf_pins": [], "sysctls": []}
+                             "links": [], "files": [], "bpf_pins": [], "sysctls": [], "autogroups": []}
 
     @classmethod
     def load(cls, path):
@@ -118,6 +128,15 @@ class Ledger:
             self.add("sysctls", {"key": key, "old": old, "new": value})
             path.write_text(value)
 
+    def set_autogroup(self, pid, what, nice):
+        """Set the nice of process ``pid``'s scheduling group (/proc/PID/autogroup), recording the
+        process and the old value first; restored on clean if the process and our value are still there."""
+        old = read_autogroup_nice(pid)
+        if old != nice:
+            self.add("autogroups", {"pid": pid, "starttime": proc_starttime(pid), "what": what,
+                                    "old": old, "new": nice})
+            write_autogroup_nice(pid, nice)
+
     def add_namespace(self, pid, what):
         self.add("namespaces", {"pid": pid, "starttime": proc_starttime(pid), "inode": netns_inode(pid),
                                 "what": what})
@@ -141,7 +160,8 @@ class Ledger:
 
     def _clean(self, log):
         d, run_id = self.data, self.data["run_id"]
-        keep = {k: [] for k in ("processes", "namespaces", "bridges", "links", "files", "bpf_pins", "sysctls")}
+        keep = {k: [] for k in ("processes", "namespaces", "bridges", "links", "files", "bpf_pins", "sysctls",
+                                "autogroups")}
         for rec in d["processes"]:
             if _same_process(rec):
                 log(f"stopping {rec['what']} (pid {rec['pid']})")
@@ -180,6 +200,14 @@ class Ledger:
                     path.write_text(rec["old"])
             except OSError:
                 keep["sysctls"].insert(0, rec)
+        for rec in reversed(d.get("autogroups", [])):
+            try:
+                if _same_process(rec) and read_autogroup_nice(rec["pid"]) == rec["new"]:
+                    log(f"restoring {rec['what']}'s scheduling group to nice {rec['old']}")
+                    write_autogroup_nice(rec["pid"], rec["old"])
+            except (OSError, ValueError):
+                if _same_process(rec):
+                    keep["autogroups"].insert(0, rec)
         for kind in ("bpf_pins", "files"):
             for p in d[kind]:
                 try:

@@ -168,7 +168,6 @@ def paced_burst_bytes(params, rate_bps):
 
 
 STALL_WINDOW_S = 0.1    # ecn_idle's CPU windows where vswitchd's run-queue wait cannot be read
-VSWITCHD_PIDFILES = ("/run/openvswitch/ovs-vswitchd.pid", "/var/run/openvswitch/ovs-vswitchd.pid")
 
 
 WAIT_SAMPLE_S = 0.005   # how often the stall watcher reads vswitchd's run-queue wait
@@ -177,14 +176,16 @@ WAIT_SAMPLE_S = 0.005   # how often the stall watcher reads vswitchd's run-queue
 def vswitchd_schedstat():
     """/proc/PID/schedstat of ovs-vswitchd's main thread (the userspace datapath's forwarding loop),
     or None where it cannot be read."""
-    for pidfile in VSWITCHD_PIDFILES:
-        try:
-            path = Path(f"/proc/{int(Path(pidfile).read_text())}/schedstat")
-            path.read_text()
-            return path
-        except (OSError, ValueError):
-            continue
-    return None
+    from harness import vswitchd
+    p = vswitchd.pid()
+    if p is None:
+        return None
+    try:
+        path = Path(f"/proc/{p}/schedstat")
+        path.read_text()
+        return path
+    except OSError:
+        return None
 
 
 def forwarding_threads(user_datapath=True):
@@ -411,25 +412,23 @@ def datapath_counters(fab):
     lookups (hit / missed), its flows, the userspace datapath's cache and classifier hits
     (``parse_pmd_stats``) and the CPU time ovs-vswitchd has used (``vswitchd_cpu_s``)."""
     import subprocess
+
+    from harness import vswitchd
     ports = {dev for dev, *_ in fab.switch_ports()}
     text = subprocess.run(["ovs-appctl", "dpctl/show", "-s"], capture_output=True, text=True).stdout
     c = parse_dpctl_stats(text, ports)
     c.update(parse_pmd_stats(subprocess.run(["ovs-appctl", "dpif-netdev/pmd-stats-show"],
                                             capture_output=True, text=True).stdout))
     c["socket_dropped"] = sum(n for dev, n in datapath_rx_drops().items() if dev in ports)
-    c["vswitchd_cpu_s"] = process_cpu_s(VSWITCHD_PIDFILE)
+    c["vswitchd_cpu_s"] = process_cpu_s(vswitchd.pid())
     return c
 
 
-VSWITCHD_PIDFILE = "/var/run/openvswitch/ovs-vswitchd.pid"
-
-
-def process_cpu_s(pidfile):
-    """User + system CPU seconds of the process named by ``pidfile`` (/proc/PID/stat), or None when
-    it cannot be read."""
-    import os
+def process_cpu_s(pid):
+    """User + system CPU seconds of process ``pid`` (/proc/PID/stat), or None when it cannot be read."""
+    if pid is None:
+        return None
     try:
-        pid = int(open(pidfile).read().split()[0])
         return parse_proc_cpu_s(open(f"/proc/{pid}/stat").read(), os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError, IndexError):
         return None

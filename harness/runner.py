@@ -177,6 +177,14 @@ def prepare(out_dir, spec, plan, findings, backends, link, dil):
     return out_dir, work
 
 
+def add_environment(work, **items):
+    """Add ``items`` to the run's environment.json (what is known only once the fabric is up)."""
+    path = work / "environment.json"
+    env = json.loads(path.read_text())
+    env.update(items)
+    path.write_text(json.dumps(env, indent=2))
+
+
 def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m: None):
     findings = probe.doctor()
     backends = probe.resolve(findings, datapath, ecn_marker, delay=spec.link.delay_ms > 0)
@@ -192,6 +200,7 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
         with RunLock(log=log) as lock:
             with Fabric(topo, lock.ledger, lock.dir, datapath=backends["datapath"], marker=backends["ecn_marker"],
                         cc=backends["congestion_control"], log=log) as fab:
+                add_environment(work, host_settings=fab.settings)
                 measured = Session(spec, plan, fab, work, dil, topo, progress, log).run()
         ok = True
     finally:

@@ -1,4 +1,5 @@
 """The fidelity guard's signals and verdict (harness.fidelity), on hand-made inputs."""
+import os
 from pathlib import Path
 
 import pytest
@@ -163,4 +164,6 @@ def test_process_cpu_is_read_after_the_command_name():
     from harness.netcheck import parse_proc_cpu_s, process_cpu_s
     stat = "1234 (ovs (vswitchd) x) S 1 1234 1234 0 -1 4194560 5 0 0 0 250 50 0 0 20 0 3 0 100 0 0"
     assert parse_proc_cpu_s(stat, 100) == 3.0
-    assert process_cpu_s("/nonexistent/ovs-vswitchd.pid") is None
+    assert process_cpu_s(None) is None                  # vswitchd not running
+    assert process_cpu_s(2 ** 22 + 1) is None           # above pid_max: no such process
+    assert process_cpu_s(os.getpid()) >= 0
