@@ -72,7 +72,18 @@ def net_state():
                 procs.add(int(d.name))
     allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().strip()
     return {"veths": veths, "bridges": bridges, "pins": pins, "procs": procs, "allowed_cc": allowed,
-            "sysctls": sysctl_snapshot()}
+            "sysctls": sysctl_snapshot(), "vswitchd_group": vswitchd_group()}
+
+
+def vswitchd_group():
+    """ovs-vswitchd's pid and its scheduling group's nice (a run raises it while its fabric is up)."""
+    from harness import vswitchd
+    from harness.lifecycle import read_autogroup_nice
+    pid = vswitchd.pid()
+    try:
+        return pid, read_autogroup_nice(pid) if pid else None
+    except OSError:
+        return pid, None
 
 
 def interleave(*args, timeout=CLI_TIMEOUT_S):
@@ -88,6 +99,8 @@ def assert_no_leaks(before, after):
     assert after["allowed_cc"] == before["allowed_cc"]
     changed = sysctl_changes(before["sysctls"], after["sysctls"])
     assert not changed, f"global settings changed: {dict(list(changed.items())[:10])}"
+    assert after["vswitchd_group"] == before["vswitchd_group"], \
+        f"ovs-vswitchd's (pid, group nice) was {before['vswitchd_group']}, now {after['vswitchd_group']}"
 
 
 def netcheck(*args, timeout=CLI_TIMEOUT_S):
