@@ -62,12 +62,13 @@ def offsets(rp):
 
 def test_two_jobs_keep_a_120ms_offset(fab, tmp_path):
     """The replay's own precision, on disjoint paths (a inside s1, b inside s2): the first slot's
-    offset is the shift within 2 % of an iteration, and every later slot's stays inside the
-    re-alignment band (5 %). The band, not 2 %, is what holds later: each job's grid drifts by
-    itself (its communication phases end 0-5 ms late, and a leader re-aligns only beyond 5 %), so a
-    one-off slip of one job moves the offset until a re-alignment. Measured on this machine kind
-    (6 quiet runs): first slot 119.7-120.5 ms; the largest deviation of any slot 0.3-8.5 ms; in one run
-    job b slipped 8 ms at slot 6 and kept that offset (median 127.9 ms)."""
+    offset is the shift within 2 % of an iteration, and every later slot's stays inside what the
+    re-alignment rule allows: each job starts an iteration up to 5 % late without re-aligning, and
+    decides up to ``DECIDE_MS`` after its previous iteration ended, so one job's slip moves the offset
+    by at most 5 % + ``DECIDE_MS`` until it re-aligns. Measured on this machine kind: 6 quiet runs,
+    first slot 119.7-120.5 ms and the largest deviation of any slot 0.3-8.5 ms (in one, job b slipped
+    8 ms at slot 6 and kept that offset); beside a half-busy niced neighbour, one slot at 12.9 ms
+    (job a late by more than 5 %, re-aligned at the next)."""
     rp = start(Replayer(fab, tmp_path), [(Job("a", "vgg16", 2, 40), ["h1", "h2"], 0.0, None),
                                          (Job("b", "vgg16", 2, 40), ["h3", "h4"], 120.0, None)])
     rp.wait(60)
@@ -75,7 +76,8 @@ def test_two_jobs_keep_a_120ms_offset(fab, tmp_path):
     assert len(diff) >= 30, f"{len(diff)} slots with both jobs' iterations (at least 30)"
     assert abs(diff.iloc[0] - 120) <= 0.02 * 255, f"first slot's offset {diff.iloc[0]:.1f} ms (120 +- 5.1)"
     worst = (diff - 120).abs()
-    assert (worst <= 0.05 * 255).all(), f"slot {worst.idxmax()}: offset {diff[worst.idxmax()]:.1f} ms (120 +- 12.75)"
+    band = 0.05 * 255 + DECIDE_MS
+    assert (worst <= band).all(), f"slot {worst.idxmax()}: offset {diff[worst.idxmax()]:.1f} ms (120 +- {band:.2f})"
 
 
 def test_offset_stays_in_the_realignment_band_on_a_shared_bottleneck(fab, tmp_path):
