@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness.fabric import Fabric  # noqa: E402
 from harness.lifecycle import RunLock  # noqa: E402
 from harness.replay import Replayer  # noqa: E402
-from harness.schedulers.placement import candidates  # noqa: E402
+from harness.schedulers.placement import Themis, candidates  # noqa: E402
 from harness.spec import Job  # noqa: E402
 from topologies import fattree  # noqa: E402
 from workloads.profiles import BUILTIN_NAMES, builtins  # noqa: E402
@@ -41,7 +41,7 @@ def main():
                 prof = profiles[name]
                 n_it = max(args.min_iterations, int(args.seconds * 1000 / prof.iteration_ms)) + 1
                 job = Job(name, name, prof.workers or 2, n_it)
-                hosts = candidates("themis", [job], topo, profiles, topo.hosts, n=1)[0][name]
+                hosts = candidates(Themis(), [job], topo, profiles, topo.hosts, n=1)[0][name]
                 rp = Replayer(fab, Path(tmp) / name)
                 t = time.clock_gettime(time.CLOCK_MONOTONIC)
                 rp.start(job, prof, hosts, 0.0, t + 1.5, t, i, True)

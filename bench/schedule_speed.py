@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness.routing import compute_routes  # noqa: E402
 from harness.schedulers import cassini  # noqa: E402
 from harness.schedulers.circles import optimise  # noqa: E402
-from harness.schedulers.placement import candidates  # noqa: E402
+from harness.schedulers.placement import Random, candidates  # noqa: E402
 from harness.spec import from_mapping  # noqa: E402
 from workloads.profiles import builtins  # noqa: E402
 
@@ -37,7 +37,7 @@ def algorithm2(repeat):
     spec = from_mapping({"topology": {"name": "fattree"}, "scheduler": "random+cassini", "seed": 3,
                          "jobs": [{"name": f"j{i}", "model": m, "workers": 2} for i, m in enumerate(MODELS)]})
     routes = compute_routes(spec.topology)
-    cands = candidates("random", spec.jobs, spec.topology, spec.profiles, spec.topology.hosts, n=10, seed=3)
+    cands = candidates(Random(), spec.jobs, spec.topology, spec.profiles, spec.topology.hosts, n=10, seed=3)
     prof = {j.name: spec.profiles[j.model] for j in spec.jobs}
     t, (idx, evals) = timed(lambda: cassini.choose(cands, prof, routes, 50, spec.cassini), repeat)
     per_link = max(len(js) for e in evals for js in e.link_jobs.values())

@@ -44,15 +44,24 @@ def cmd_doctor(args):
 
 
 def topology_from_args(args):
+    import yaml
+
+    from harness import limits
     from harness.linkmodel import LinkError, LinkParams
     from topologies import TopologyError, by_name
     try:
         link = LinkParams.from_spec({"rate_mbps": args.rate_mbps, "mtu": args.mtu, "delay_ms": args.delay_ms})
         params = {}
-        if args.topology == "dumbbell":
+        for item in args.param:
+            key, eq, value = item.partition("=")
+            if not eq or not key:
+                raise UsageError(f"--param {item!r}: KEY=VALUE")
+            params[key.replace("-", "_")] = yaml.safe_load(value)
+        if args.hosts_per_side is not None:
             params["hosts_per_side"] = args.hosts_per_side
+        limits.check_ranges({"topology": params})
         return by_name(args.topology, link=link, **params)
-    except (LinkError, TopologyError) as exc:
+    except (LinkError, TopologyError, limits.LimitError) as exc:
         raise UsageError(str(exc))
 
 
@@ -202,9 +211,9 @@ def cmd_run(args):
     from harness.schedulers.plan import ScheduleError
     check_out(args.out, "dir")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
-    if spec.base == "ideal":
-        raise BadValue("scheduler", spec.scheduler, "not in the emulator: ideal runs every job alone, which only "
-                       "the simulator can do on a shared fabric; use interleave simulate", where=args.spec)
+    if spec.policy_class.alone:
+        raise BadValue("scheduler", spec.scheduler, f"not in the emulator: {spec.base} runs every job alone, which "
+                       "only the simulator can do on a shared fabric; use interleave simulate", where=args.spec)
     if os.geteuid() != 0:
         raise EnvError("run builds a network and needs root", "run it with sudo")
     label = spec.scheduler + (f"-{spec.flow_scheduler}" if spec.has_programs else "")
@@ -364,8 +373,11 @@ def build_parser():
     p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("netcheck", help="build the network, check reachability, shaping, ECN; tear down")
-    p.add_argument("--topology", default="fattree", choices=["fattree", "leafspine", "dumbbell"])
-    p.add_argument("--hosts-per-side", type=int, default=2, help="dumbbell only (default 2)")
+    p.add_argument("--topology", default="fattree", help="a registered topology: fattree (default), leafspine, "
+                   "dumbbell, or one a --plugin registers")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter of the topology (e.g. k=4); repeatable; a wrong key lists them")
+    p.add_argument("--hosts-per-side", type=int, help="dumbbell: hosts on each side (default 2)")
     p.add_argument("--rate-mbps", type=float, default=50.0, help="link rate (default 50)")
     p.add_argument("--mtu", type=int, default=9000, help="MTU of every link (default 9000)")
     p.add_argument("--delay-ms", type=float, default=0.0,
@@ -373,6 +385,7 @@ def build_parser():
     p.add_argument("--datapath", choices=["kernel", "user"], help="override the doctor's choice")
     p.add_argument("--ecn-marker", choices=["red", "bpf"], help="override the doctor's choice")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_plugin_arg(p)
     p.set_defaults(func=cmd_netcheck)
 
     p = sub.add_parser("schedule", help="placement, time-shifts and per-link scores, without emulating")
@@ -380,6 +393,7 @@ def build_parser():
     p.add_argument("--json", action="store_true", help="print the schedule as JSON")
     p.add_argument("--out", help="also write the schedule JSON to this file")
     p.add_argument("--scheduler", help="override the spec's scheduler (e.g. themis, themis+cassini)")
+    add_plugin_arg(p)
     p.set_defaults(func=cmd_schedule)
 
     p = sub.add_parser("profile", help="run one job alone and write its measured profile")
@@ -389,6 +403,7 @@ def build_parser():
     p.add_argument("--period-ms", type=float, default=5.0, help="counter sampling period (default 5)")
     p.add_argument("--seconds", type=float, default=8.0, help="how long to run the job (default 8)")
     p.add_argument("--json", action="store_true", help="print the profile as JSON too")
+    add_plugin_arg(p)
     p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser("run", help="the whole experiment; writes a results directory")
@@ -400,6 +415,7 @@ def build_parser():
     p.add_argument("--datapath", choices=["kernel", "user"], help="override the doctor's choice")
     p.add_argument("--ecn-marker", choices=["red", "bpf"], help="override the doctor's choice")
     p.add_argument("--json", action="store_true", help="print summary.json")
+    add_plugin_arg(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("report", help="compare results directories: tables and plots")
@@ -413,6 +429,7 @@ def build_parser():
     p.add_argument("--background", type=float, help="override background.load (fraction of every fabric link)")
     p.add_argument("--out", help="also write spec.yaml and summary.json into this directory")
     p.add_argument("--json", action="store_true", help="print summary.json")
+    add_plugin_arg(p)
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("reproduce", help="run a set of experiments (experiments/sets/*.yaml) and write one table")
@@ -430,6 +447,7 @@ def build_parser():
                    "machine's cores); emulated runs take 1")
     p.add_argument("--cluster", metavar="ADDRESS", help="send the runs to the Dask scheduler at ADDRESS "
                    "(interleave scheduler); emulated runs go to workers offering fabric=1")
+    add_plugin_arg(p)
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("scheduler", help="a Dask scheduler for sets run on several machines (reproduce --cluster)")
@@ -449,11 +467,19 @@ def build_parser():
     return ap
 
 
+def add_plugin_arg(p):
+    p.add_argument("--plugin", action="append", metavar="PATH", default=[],
+                   help="a Python file registering schedulers (interleave.register_scheduler); repeatable")
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminate)
     try:
+        if getattr(args, "plugin", None):
+            from harness import registry
+            registry.use_plugins(args.plugin)
         return args.func(args)
     except UsageError as exc:
         log(f"interleave {args.command}: {exc}")

@@ -203,7 +203,6 @@ class Ledger:
         for rec in reversed(d.get("autogroups", [])):
             try:
                 if _same_process(rec) and read_autogroup_nice(rec["pid"]) == rec["new"]:
-                    log(f"restoring {rec['what']}'s scheduling group to nice {rec['old']}")
                     write_autogroup_nice(rec["pid"], rec["old"])
             except (OSError, ValueError):
                 if _same_process(rec):

@@ -207,7 +207,7 @@ def measure(spec, job_name, workdir, period_ms=5.0, seconds=8.0, log=lambda m: N
     from harness.fabric import Fabric
     from harness.lifecycle import RunLock
     from harness.replay import Replayer
-    from harness.schedulers.placement import candidates
+    from harness.schedulers.placement import Themis, candidates
     from harness.spec import Job
     from harness.telemetry import Telemetry, mono, read_jsonl
     from workloads.timing import Dilation
@@ -218,7 +218,7 @@ def measure(spec, job_name, workdir, period_ms=5.0, seconds=8.0, log=lambda m: N
                          f"({', '.join(j.name for j in spec.jobs)})")
     prof = spec.profiles[job.model]
     topo = spec.topology
-    hosts = job.hosts or candidates("themis", [job], topo, spec.profiles, topo.hosts, n=1)[0][job.name]
+    hosts = job.hosts or candidates(Themis(), [job], topo, spec.profiles, topo.hosts, n=1)[0][job.name]
     n_it = max(20, int(seconds * 1000 / prof.iteration_ms))
     run_job = Job(job.name, job.model, len(hosts), n_it)
     findings = probe.doctor()

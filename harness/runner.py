@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from harness import __version__, fidelity, metrics, probe
+from harness import __version__, fidelity, metrics, probe, registry
 from harness.errors import InterleaveError
 from harness.fabric import Fabric
 from harness.fidelity import cpu_idle, idle_shares
@@ -172,6 +172,7 @@ def prepare(out_dir, spec, plan, findings, backends, link, dil):
     (work / "spec.yaml").write_text(yaml.safe_dump(spec.raw, sort_keys=False))
     (work / "schedule.json").write_text(json.dumps(plan, indent=2))
     env = {"doctor": findings, "backends": backends, "versions": versions(), "time_dilation": dil.factor,
+           "plugins": registry.plugin_files(),
            "link": link.to_dict(), "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     (work / "environment.json").write_text(json.dumps(env, indent=2))
     return out_dir, work

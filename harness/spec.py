@@ -9,23 +9,22 @@ from pathlib import Path
 
 import yaml
 
-from harness import limits
+from harness import limits, registry
 from harness.errors import UsageError, require_number
 from harness.linkmodel import LinkError, LinkParams
-from topologies import BUILDERS, TopologyError, by_name
+from topologies import TopologyError, by_name
 from workloads import traces
 from workloads.profiles import ProfileError, at_batch, at_workers, builtins, from_dict
 
 TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "trace", "scheduler",
             "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation", "netsens", "background",
-            "themis", "pollux", "allreduce", "tiresias", "replan", "echelon_mechanism"}
+            "themis", "pollux", "allreduce", "tiresias", "replan", "echelon_mechanism", "plugins"}
 ALLREDUCE = ("fixed", "ring")           # a data-parallel phase's length on N workers: the profile's | 2(N-1)/N
 THEMIS_RACKS = ("fewest", "penalty")     # harness.schedulers.placement: best fit | the paper's rack penalty
 JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "time_shift_ms", "pipeline", "tensor",
             "data_parallel",
             "batch_size"}
 FLOW_SCHEDULERS = ("fair", "coflow", "echelon")
-BASES = ("themis", "pollux", "random", "ideal", "fixed", "netsens", "consolidate", "tiresias")
 CASSINI_KEYS = {"discretization_deg": 5.0, "candidates": 10, "quantum_ms": 5.0, "max_perimeter_ms": 10000.0,
                 "aggregate": "mean", "exact_max_jobs": 3, "loops": "reject", "align_min_score": 0.9,
                 "common_period": 0.0}
@@ -103,10 +102,16 @@ class Spec:
     echelon_mechanism: str = None       # harness.schedulers.flowplan.MECHANISMS (None: its default)
     source: str = ""
     raw: dict = field(default_factory=dict)
+    plugins: list = field(default_factory=list)     # plug-in files loaded for this spec (resolved paths)
 
     @property
     def base(self):
         return self.scheduler.split("+")[0]
+
+    @property
+    def policy_class(self):
+        """The registered class of the base scheduler (harness.registry)."""
+        return registry.resolve(self.scheduler)[0].cls
 
     @property
     def uses_cassini(self):
@@ -128,14 +133,10 @@ def _float(where, key, v, minimum=0.0, strict=False):
 
 
 def parse_scheduler(where, s):
-    if not isinstance(s, str):
-        raise SpecError(where, "scheduler", s, "a name such as themis+cassini")
-    parts = s.split("+")
-    ok = (len(parts) == 1 and parts[0] in BASES) or (s == "fixed+cassini") or \
-         (len(parts) == 2 and parts[0] in BASES[:3] and parts[1] == "cassini")
-    if not ok:
-        raise SpecError(where, "scheduler", s, "one of " + ", ".join(BASES) +
-                        ", themis+cassini, pollux+cassini, random+cassini, fixed+cassini (pipeline/tensor jobs)")
+    try:
+        registry.resolve(s)
+    except ValueError as exc:
+        raise SpecError(where, "scheduler", s, str(exc))
     return s
 
 
@@ -193,6 +194,8 @@ def load(path, scheduler=None, seed=None, overrides=None):
     raw = read_yaml(path)
     if overrides and isinstance(raw, dict):
         raw = {**raw, **overrides}
+    if isinstance(raw, dict):
+        _plugins(where, raw, Path(path).parent)     # before --scheduler may name what they register
     if scheduler is not None:
         base, _, flow = scheduler.partition(":")
         try:
@@ -205,11 +208,12 @@ def load(path, scheduler=None, seed=None, overrides=None):
         raw = {**raw, "scheduler": base, **({"flow_scheduler": flow} if flow else {})}
     if seed is not None and isinstance(raw, dict):
         raw = {**raw, "seed": seed}
-    return from_mapping(raw, where)
+    return from_mapping(raw, where, Path(path).parent)
 
 
-def from_mapping(raw, where="spec"):
-    """The whole spec validated, section by section, before anything is built."""
+def from_mapping(raw, where="spec", base_dir="."):
+    """The whole spec validated, section by section, before anything is built. ``base_dir``: where
+    the spec's relative paths (``plugins``) start."""
     if not isinstance(raw, dict):
         raise SpecError(where, "(top level)", type(raw).__name__, "a mapping")
     try:
@@ -220,14 +224,15 @@ def from_mapping(raw, where="spec"):
     for k in raw:
         if k not in TOP_KEYS:
             raise SpecError(where, k, raw[k], "unknown key; allowed: " + ", ".join(sorted(TOP_KEYS)))
+    plugins = _plugins(where, raw, base_dir)      # they may register the topology or scheduler
     name = raw["name"] if "name" in raw else Path(where).stem
     check_name(where, "name", name)
     ref = _float(where, "reference_gbps", raw.get("reference_gbps", 50), strict=True)
     link, topo = _fabric(where, raw, ref)
-    profiles = _profiles(where, raw)
+    profiles, inlined = _profiles(where, raw, base_dir)
     seed = _int(where, "seed", raw.get("seed", 1), minimum=0)
     dilation = _float(where, "time_dilation", raw.get("time_dilation", 1.0), minimum=1.0)
-    scheduler = parse_scheduler(where, raw.get("scheduler", "themis"))
+    scheduler = parse_scheduler(where, raw.get("scheduler", registry.DEFAULT_SCHEDULER))
     duration = _float(where, "duration_s", raw.get("duration_s", 120), strict=True)
     cassini = _cassini(where, raw)
     _telemetry(where, raw)
@@ -263,7 +268,33 @@ def from_mapping(raw, where="spec"):
                 scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
                 netsens=netsens, themis=themis, pollux=pollux, tiresias=tiresias, background=background, flow_scheduler=fs, replan=replan,
                 echelon_mechanism=mechanism, source=where,
-                raw=raw)
+                raw=self_contained(raw, plugins, inlined), plugins=plugins)
+
+
+def self_contained(raw, plugins, profiles):
+    """The spec document as a results directory keeps it (spec.yaml) and a worker re-reads it from
+    elsewhere: plug-in paths absolute, profile files inlined. Unchanged when it has neither."""
+    out = dict(raw)
+    if plugins:
+        out["plugins"] = list(plugins)
+    if raw.get("profiles") and profiles != raw["profiles"]:
+        out["profiles"] = profiles
+    return out
+
+
+def _plugins(where, raw, base_dir):
+    """``plugins: [PATH, ...]``: Python files (relative to the spec) run before the scheduler is read;
+    they register schedulers (harness.registry). Returns their resolved paths."""
+    paths = raw.get("plugins") or []
+    if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+        raise SpecError(where, "plugins", paths, "a list of Python files (relative to the spec)")
+    out = []
+    for i, p in enumerate(paths):
+        try:
+            out.append(str(registry.load_plugin(p, relative_to=base_dir)))
+        except registry.PluginError as exc:
+            raise SpecError(where, f"plugins[{i}]", p, str(exc))
+    return out
 
 
 def _themis(where, raw):
@@ -320,28 +351,40 @@ def _fabric(where, raw, ref):
     if isinstance(topo_raw, str):
         topo_raw = {"name": topo_raw}
     if not isinstance(topo_raw, dict) or not isinstance(topo_raw.get("name"), str):
-        raise SpecError(where, "topology", topo_raw, "a mapping with a name: " + " | ".join(BUILDERS))
+        raise SpecError(where, "topology", topo_raw, "a mapping with a name: " + " | ".join(registry.topology_names()))
     params = {k: v for k, v in topo_raw.items() if k != "name"}
     try:
         topo = by_name(topo_raw["name"], link=link, **params)
     except TopologyError as exc:
         raise SpecError(where, exc.key, exc.value, exc.allowed)
-    except TypeError:
-        raise SpecError(where, "topology", topo_raw, f"parameters of {topo_raw['name']}: see the README")
+    except registry.PluginError as exc:
+        raise UsageError(str(exc))
     return link, topo
 
 
-def _profiles(where, raw):
-    """The built-in profiles plus the spec's own."""
+def _profiles(where, raw, base_dir):
+    """The built-in profiles plus the spec's own: a mapping as a profile file has it, or ``{file: PATH}``
+    (relative to the spec; what ``interleave profile --out`` writes)."""
     profiles = dict(builtins())
     custom = mapping(where, "profiles", raw.get("profiles"), "a mapping of name -> profile")
+    inlined = {}
     for pname, pdata in custom.items():
         check_name(where, "profiles", pname)
+        source = f"{where}: profiles.{pname}"
+        if isinstance(pdata, dict) and "file" in pdata:
+            if set(pdata) != {"file"} or not isinstance(pdata["file"], str):
+                raise SpecError(where, f"profiles.{pname}", pdata, "{file: PATH} alone, or the profile's own keys")
+            path = Path(pdata["file"])
+            path = path if path.is_absolute() else Path(base_dir) / path
+            if not path.is_file():
+                raise SpecError(where, f"profiles.{pname}.file", pdata["file"], f"a profile file (not found: {path})")
+            pdata, source = read_yaml(path), str(path)
         try:
-            profiles[pname] = from_dict(pname, pdata, f"{where}: profiles.{pname}")
+            profiles[pname] = from_dict(pname, pdata, source)
         except ProfileError as exc:
             raise UsageError(str(exc))
-    return profiles
+        inlined[pname] = pdata
+    return profiles, inlined
 
 
 def _cassini(where, raw):
@@ -391,22 +434,32 @@ def _background(where, raw):
     return background
 
 
+def _pinned_schedulers():
+    """Schedulers that run every job on its pinned hosts (program jobs need one)."""
+    return [n for n in registry.scheduler_names() if registry.lookup(n).cls.requires_pinned_hosts]
+
+
 def _job_kinds(where, jobs, scheduler, fs, background):
     """Program jobs (pipeline/tensor/data_parallel) and profile jobs: what each kind allows."""
+    entry, with_cassini = registry.resolve(scheduler)
+    pinned = entry.cls.requires_pinned_hosts
+    names = " or ".join(_pinned_schedulers())
     programs = [j for j in jobs if j.is_program]
     if programs:
-        if len(programs) < len(jobs) and scheduler != "fixed":
-            raise SpecError(where, "scheduler", scheduler, "fixed with program jobs and profile jobs together "
+        if len(programs) < len(jobs) and (not pinned or with_cassini):
+            raise SpecError(where, "scheduler", scheduler, f"{names} with program jobs and profile jobs together "
                             "(every job on its pinned hosts at its time_shift_ms; +cassini searches program jobs' "
                             "shifts only)")
-        if scheduler not in ("fixed", "fixed+cassini"):
-            raise SpecError(where, "scheduler", scheduler, "fixed or fixed+cassini (program jobs run on "
+        if not pinned:
+            raise SpecError(where, "scheduler", scheduler, f"{names}, with or without +cassini (program jobs run on "
                             "their pinned hosts; +cassini searches their time-shifts)")
         if background:
             raise SpecError(where, "background.load", background, "0 with program jobs (not modelled)")
-    elif scheduler == "fixed+cassini":
-        raise SpecError(where, "scheduler", scheduler, "fixed+cassini only with program jobs; "
-                        "for profile jobs: themis+cassini, pollux+cassini, random+cassini")
+    elif pinned and with_cassini:
+        others = [n + "+cassini" for n in registry.scheduler_names()
+                  if registry.lookup(n).cls.cassini and not registry.lookup(n).cls.requires_pinned_hosts]
+        raise SpecError(where, "scheduler", scheduler, f"{scheduler} only with program jobs; "
+                        "for profile jobs: " + ", ".join(others))
     elif fs != "fair":
         raise SpecError(where, "flow_scheduler", fs, "fair unless jobs have a pipeline, tensor or data_parallel block "
                         "(profile jobs' phases are shared by TCP)")
@@ -580,8 +633,9 @@ def _jobs(where, jobs_raw, profiles, topo, scheduler, ring_workers=False):
             it = profiles[model].iteration_ms
             if shift >= it and not blocks:
                 raise SpecError(where, f"{key}.time_shift_ms", shift, f"in [0, {it:g}) ms, the iteration of {model}")
-        if scheduler in ("fixed", "fixed+cassini") and pinned is None:
-            raise SpecError(where, f"{key}.hosts", None, "required with scheduler fixed (pinned hosts, no decisions)")
+        if registry.resolve(scheduler)[0].cls.requires_pinned_hosts and pinned is None:
+            raise SpecError(where, f"{key}.hosts", None, f"required with scheduler {scheduler.split('+')[0]} "
+                            "(pinned hosts, no decisions)")
         jobs.append(Job(name, model, workers, iterations, arrival, list(pinned) if pinned else None, shift,
                         blocks.get("pipeline"), blocks.get("tensor"), blocks.get("data_parallel")))
     return jobs

@@ -10,14 +10,14 @@ Naming rules (the rest of the product relies on them):
   * port numbers are assigned in the order links are added, from 1 on each node;
     host ``hI`` has MAC ``00:00:00:00:00:II`` (hex) and IP ``10.0.0.I``.
 
-``by_name(name, **params)`` builds any of them from the spec's ``topology`` mapping.
+``by_name(name, **params)`` builds any registered topology (harness.registry: the built-ins below
+register there as a plug-in's builder does) from the spec's ``topology`` mapping.
 """
+from harness import registry
 from topologies.base import Link, Topology, TopologyError
 from topologies.dumbbell import dumbbell
 from topologies.fattree import fattree
 from topologies.leafspine import leafspine
-
-BUILDERS = {"fattree": fattree, "leafspine": leafspine, "dumbbell": dumbbell}
 
 
 ROUTINGS = ("spread", "by_destination")   # harness.routing.compute_routes
@@ -26,16 +26,34 @@ ROUTINGS = ("spread", "by_destination")   # harness.routing.compute_routes
 def by_name(name, link=None, routing="spread", **params):
     """Build the topology called ``name`` with its keyword parameters; ``routing`` (any topology):
     how equal-cost paths are chosen (harness.routing), kept in the topology's params."""
-    if name not in BUILDERS:
-        raise TopologyError("topology.name", name, "one of " + ", ".join(sorted(BUILDERS)))
+    entry = registry.topology(name)
+    if entry is None:
+        raise TopologyError("topology.name", name, "one of " + ", ".join(registry.topology_names()))
+    for k, v in params.items():
+        if k not in entry.params:
+            raise TopologyError(f"topology.{k}", v, f"a parameter of {name}: {entry.describe()}; or routing")
     if routing not in ROUTINGS:
         raise TopologyError("topology.routing", routing, "spread (every host pair on the least-loaded equal-cost "
                             "path) | by_destination (one path per destination, as forwarding on destination "
                             "rules alone gives)")
-    topo = BUILDERS[name](link=link, **params)
+    try:
+        topo = entry.builder(link=link, **params)
+    except TopologyError:
+        raise
+    except Exception as exc:
+        if entry.builtin:
+            raise
+        import traceback
+        home = registry._fn_origin(entry.builder).rsplit(":", 1)[0]
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == home] or [None]
+        at = f"{home}:{frames[-1].lineno}" if frames[-1] else home
+        raise registry.PluginError(f"{at}: topology {name} raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(topo, Topology):
+        raise registry.PluginError(f"{registry._fn_origin(entry.builder)}: topology {name} returned "
+                                   f"{type(topo).__name__}, not a topologies.base.Topology")
     if routing != "spread":
         topo.params["routing"] = routing
     return topo
 
 
-__all__ = ["BUILDERS", "Link", "Topology", "TopologyError", "by_name", "dumbbell", "fattree", "leafspine"]
+__all__ = ["Link", "Topology", "TopologyError", "by_name", "dumbbell", "fattree", "leafspine"]

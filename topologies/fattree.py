@@ -6,9 +6,11 @@ The default, k=4 with 3 hosts per edge switch, gives 24 hosts and 20 switches (8
 Agg switch j of every pod connects to the core switches j*(k/2) .. j*(k/2)+k/2-1.
 """
 from harness.linkmodel import LinkParams
+from harness.registry import register_topology
 from topologies.base import Topology, TopologyError
 
 
+@register_topology("fattree")
 def fattree(k=4, hosts_per_edge=3, link=None):
     if not isinstance(k, int) or isinstance(k, bool) or k < 2 or k % 2:
         raise TopologyError("topology.k", k, "an even whole number >= 2")

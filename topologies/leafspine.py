@@ -10,9 +10,11 @@ oversubscribed; its exact layout is only in a figure. This module uses the layou
 Links: 24 host + 12 ToR-agg + 12 agg-core = 48.
 """
 from harness.linkmodel import LinkParams
+from harness.registry import register_topology
 from topologies.base import Topology, TopologyError
 
 
+@register_topology("leafspine")
 def leafspine(hosts_per_tor=4, link=None):
     if not isinstance(hosts_per_tor, int) or isinstance(hosts_per_tor, bool) or hosts_per_tor < 1:
         raise TopologyError("topology.hosts_per_tor", hosts_per_tor, "a whole number >= 1")

@@ -225,23 +225,25 @@ def from_dict(name, d, where, require_provenance=False):
                    reference_gbps=ref, model_mb=d.get("model_mb"), provenance=dict(prov), source=where, **ints)
 
 
-def load_file(path):
+def load_file(path, require_provenance=True):
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise ProfileError(str(path), "yaml", str(exc).splitlines()[0], "valid YAML")
-    return from_dict(path.stem, data, str(path), require_provenance=True)
+    return from_dict(path.stem, data, str(path), require_provenance=require_provenance)
 
 
 _BUILTINS = None
 
 
 def builtins():
-    """{name: Profile} of every file in workloads/profiles/ (loaded and validated once)."""
+    """{name: Profile} of every file in workloads/profiles/ (loaded and validated once); every number
+    of a built-in (``BUILTIN_NAMES``) needs its provenance, a file added there does not."""
     global _BUILTINS
     if _BUILTINS is None:
-        _BUILTINS = {p.stem: load_file(p) for p in sorted(PROFILE_DIR.glob("*.yaml"))}
+        _BUILTINS = {p.stem: load_file(p, require_provenance=p.stem in BUILTIN_NAMES)
+                     for p in sorted(PROFILE_DIR.glob("*.yaml"))}
     return _BUILTINS
 
 

@@ -29,6 +29,8 @@ when they restart); a job is preempted at most ``max_preemptions`` times and onl
 ``consolidate`` (Tiresias-like "consolidate if possible"): arrival order, each job placed at once
 at the best level free now, in the fewest racks; never waits, never preempts.
 """
+from harness.contract import EventPolicy
+from harness.registry import register_scheduler
 from harness.schedulers.policy import Decision
 from workloads.profiles import builtins
 from workloads.sensitivity import emulated_at
@@ -188,7 +190,10 @@ def _num(h):
     return int(h[1:])
 
 
-class ConsolidatePolicy:
+@register_scheduler("consolidate")
+class ConsolidatePolicy(EventPolicy):
+    """Every job as soon as it fits, on the fewest racks and pods (``Layout.consolidated``)."""
+
     def __init__(self, spec, routes=None):
         self.spec, self.layout = spec, Layout(spec.topology)
 
@@ -207,14 +212,13 @@ class ConsolidatePolicy:
                 used |= set(hosts)
         return Decision(place=place, epoch={"t_s": round(t, 3), "placed": sorted(place)} if place else None)
 
-    def shift(self, name):
-        return 0.0
 
-    def forget(self, name):
-        pass
+@register_scheduler("netsens")
+class NetsensPolicy(EventPolicy):
+    """The network-sensitive delay scheduler: a job waits for a consolidated placement as long as its
+    sensitivity class's timers allow, then takes a looser one; may preempt (see the module)."""
+    tunes_timers = True
 
-
-class NetsensPolicy:
     def __init__(self, spec, routes=None, timers=None):
         self.spec, self.layout = spec, Layout(spec.topology)
         self.cfg = spec.netsens
@@ -320,12 +324,6 @@ class NetsensPolicy:
                     best = (cost, sorted(got, key=_num)[:n], victims)
         return (best[1], best[2]) if best else (None, [])
 
-    def shift(self, name):
-        return 0.0
-
-    def forget(self, name):
-        pass
-
-
-def policy_for(spec, routes=None):
-    return ConsolidatePolicy(spec, routes) if spec.base == "consolidate" else NetsensPolicy(spec, routes)
+    def plan_params(self):
+        return {"netsens": {**self.spec.netsens, "timers": self.timers},
+                "sensitivity": {n: round(v, 4) for n, v in self.sens.items()}, "class": dict(self.cls)}

@@ -23,9 +23,8 @@ generated from a seeded random generator, duplicates dropped, candidate 0 is the
 """
 import numpy as np
 
-
-class PlacementError(ValueError):
-    pass
+from harness.contract import Cluster, JobRequest, PlacementError, PlacementPolicy  # noqa: F401 (PlacementError re-exported)
+from harness.registry import register_scheduler
 
 
 def racks(topo):
@@ -114,61 +113,126 @@ def pollux_workers(jobs, profiles, n_free):
     return alloc
 
 
-def candidates(policy, jobs, topo, profiles, free, fixed=None, n=10, seed=1, rack_rule="fewest", counts=None):
-    """Up to ``n`` placements {job: [hosts]} for ``jobs`` on ``free`` hosts; ``fixed`` jobs kept.
-    ``rack_rule`` (themis, ideal): ``fewest`` racks (best fit) or the paper's rack ``penalty`` only.
-    ``counts``: {job: workers} already decided (a reallocation), else the policy's own."""
-    fixed = dict(fixed or {})
-    rack_of = {h: topo.edge_of(h) for h in topo.hosts}
-    rack_order = list(racks(topo))
-    pinned = {j.name: j.hosts for j in jobs if j.hosts}
-    free = [h for h in free if not any(h in hs for hs in pinned.values())]
-    todo = [j for j in jobs if not j.hosts]
-    if counts is not None:
-        counts = {j.name: counts[j.name] for j in todo}
-    elif policy == "pollux":
-        counts = pollux_workers(todo, profiles, len(free)) if todo else {}
-    else:
-        counts = {j.name: j.workers for j in todo}
-    need = sum(counts.values())
-    if need > len(free):
-        raise PlacementError(f"{need} workers asked, {len(free)} hosts free")
-    rng = np.random.default_rng(seed)
-    order = [(j.name, counts[j.name]) for j in todo]
-    out = []
-    if policy in ("themis", "ideal") and rack_rule == "penalty":
-        base = _rack_penalty(order, free, rack_of, rack_order)
-        out.append(base)
-        single = {name: len({rack_of[h] for h in hs}) == 1 for name, hs in base.items()}
-        for _ in range(20 * n):
-            if len(out) >= n:
-                break
-            cand = _rack_penalty(order, free, rack_of, [str(r) for r in rng.permutation(rack_order)], rng)
-            if all((len({rack_of[h] for h in cand[name]}) == 1) == single[name] for name in cand) and cand not in out:
-                out.append(cand)
-    elif policy in ("themis", "pollux", "ideal"):
-        base = _pack(order, free, rack_of, rack_order)
-        out.append(base)
-        racks_used = {name: len({rack_of[h] for h in hs}) for name, hs in base.items()}
-        for _ in range(20 * n):
-            if len(out) >= n:
-                break
-            cand = _pack(order, free, rack_of, list(rng.permutation(rack_order)), rng)
-            if all(len({rack_of[h] for h in cand[name]}) == racks_used[name] for name in cand) and cand not in out:
-                out.append(cand)
-    elif policy == "random":
+def _pack_candidates(order, free, rack_of, rack_order, n, rng):
+    base = _pack(order, free, rack_of, rack_order)
+    out = [base]
+    racks_used = {name: len({rack_of[h] for h in hs}) for name, hs in base.items()}
+    for _ in range(20 * n):
+        if len(out) >= n:
+            break
+        cand = _pack(order, free, rack_of, list(rng.permutation(rack_order)), rng)
+        if all(len({rack_of[h] for h in cand[name]}) == racks_used[name] for name in cand) and cand not in out:
+            out.append(cand)
+    return out
+
+
+def _penalty_candidates(order, free, rack_of, rack_order, n, rng):
+    base = _rack_penalty(order, free, rack_of, rack_order)
+    out = [base]
+    single = {name: len({rack_of[h] for h in hs}) == 1 for name, hs in base.items()}
+    for _ in range(20 * n):
+        if len(out) >= n:
+            break
+        cand = _rack_penalty(order, free, rack_of, [str(r) for r in rng.permutation(rack_order)], rng)
+        if all((len({rack_of[h] for h in cand[name]}) == 1) == single[name] for name in cand) and cand not in out:
+            out.append(cand)
+    return out
+
+
+def _order_and_racks(jobs, cluster):
+    rack_of = {h: cluster.rack_of(h) for h in cluster.topology.hosts}
+    return [(j.name, j.workers) for j in jobs], rack_of, list(cluster.racks)
+
+
+@register_scheduler("themis")
+class Themis(PlacementPolicy):
+    """Packs each job into the fewest racks (``racks: fewest``) or the paper's rack penalty only."""
+
+    def __init__(self, racks="fewest"):
+        self.racks = racks
+
+    @classmethod
+    def from_spec(cls, spec):
+        return cls(racks=spec.themis["racks"])
+
+    def propose(self, jobs, free, cluster, n, rng):
+        order, rack_of, rack_order = _order_and_racks(jobs, cluster)
+        rule = _penalty_candidates if self.racks == "penalty" else _pack_candidates
+        return rule(order, free, rack_of, rack_order, n, rng)
+
+
+@register_scheduler("ideal")
+class Ideal(Themis):
+    """Themis's placement, every job as if alone on the fabric (the simulator's yardstick)."""
+    cassini = False
+    alone = True
+
+
+@register_scheduler("pollux")
+class Pollux(PlacementPolicy):
+    """Worker counts for cluster goodput (``pollux_workers``), packed like themis's ``fewest``."""
+
+    def __init__(self, profiles):
+        self.profiles = profiles
+
+    @classmethod
+    def from_spec(cls, spec):
+        return cls(spec.profiles)
+
+    def worker_counts(self, jobs, n_free):
+        return pollux_workers(jobs, self.profiles, n_free)
+
+    def propose(self, jobs, free, cluster, n, rng):
+        order, rack_of, rack_order = _order_and_racks(jobs, cluster)
+        return _pack_candidates(order, free, rack_of, rack_order, n, rng)
+
+
+@register_scheduler("random")
+class Random(PlacementPolicy):
+    """Hosts drawn uniformly."""
+
+    def propose(self, jobs, free, cluster, n, rng):
+        out = []
         for _ in range(20 * n):
             if len(out) >= n:
                 break
             perm = list(rng.permutation(free))
             cand, i = {}, 0
-            for name, c in order:
-                cand[name] = sorted(perm[i:i + c], key=lambda h: int(h[1:]))
-                i += c
+            for j in jobs:
+                cand[j.name] = sorted(perm[i:i + j.workers], key=lambda h: int(h[1:]))
+                i += j.workers
             if cand not in out:
                 out.append(cand)
-    elif policy == "fixed":
-        out.append({})
+        return out
+
+
+@register_scheduler("fixed")
+class Fixed(PlacementPolicy):
+    """The spec's pinned hosts and time_shift_ms; no decisions."""
+    keeps_spec_shifts = True
+    requires_pinned_hosts = True
+
+    def propose(self, jobs, free, cluster, n, rng):
+        return [{}]
+
+
+def candidates(placer, jobs, topo, profiles, free, fixed=None, n=10, seed=1, counts=None):
+    """Up to ``n`` placements {job: [hosts]} for ``jobs`` (the spec's Job objects) on ``free`` hosts
+    by the PlacementPolicy ``placer``; ``fixed`` jobs ({job: hosts}) kept, pinned jobs on their hosts.
+    ``counts``: {job: workers} already decided (a reallocation), else the policy's own."""
+    fixed = dict(fixed or {})
+    pinned = {j.name: j.hosts for j in jobs if j.hosts}
+    free = [h for h in free if not any(h in hs for hs in pinned.values())]
+    todo = [j for j in jobs if not j.hosts]
+    if counts is not None:
+        counts = {j.name: counts[j.name] for j in todo}
     else:
-        raise PlacementError(f"unknown policy {policy}")
+        counts = placer.worker_counts(todo, len(free)) if todo else {}
+    need = sum(counts.values())
+    if need > len(free):
+        raise PlacementError(f"{need} workers asked, {len(free)} hosts free")
+    rng = np.random.default_rng(seed)
+    cluster = Cluster(topo, {**fixed, **pinned})
+    requests = [JobRequest(j.name, counts[j.name], j.model, profiles[j.model], j.arrival_s) for j in todo]
+    out = placer.propose(requests, free, cluster, n, rng)
     return [{**fixed, **pinned, **c} for c in out]

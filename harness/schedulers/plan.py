@@ -15,6 +15,7 @@ iteration k of job j is planned to start at T0 + shift_j + k x iteration_j.
 """
 import dataclasses
 
+from harness.contract import EventPolicy
 from harness.routing import compute_routes
 from harness.schedulers.flowplan import schedule_programs
 from harness.schedulers.policy import EpochPolicy, ScheduleError, groups, job_timing, placeable_jobs  # noqa: F401 (re-exported)
@@ -26,7 +27,8 @@ from harness.sim.engine import Simulator
 def resolve_timers(spec):
     """netsens's ``timers: auto`` resolved by the tuner (a grid search in the simulator), before any
     policy is built: (the spec with the chosen timers, the tuning record or None)."""
-    if spec.base != "netsens" or spec.netsens.get("timers") != "auto":
+    if not issubclass(spec.policy_class, EventPolicy) or not spec.policy_class.tunes_timers \
+            or spec.netsens.get("timers") != "auto":
         return spec, None
     tuning = tune(spec)
     return dataclasses.replace(spec, netsens={**spec.netsens, "timers": tuning["chosen"]}), tuning
@@ -58,13 +60,9 @@ def plan_from_simulation(spec, routes):
             out["restart_s"] = sim.restart_s
         jobs_out.append(out)
     epochs = [{**e, "links": [], "score": 1.0} for e in sim.epochs]
-    policy = sim.policy
-    params = {"netsens": {**spec.netsens, "timers": getattr(policy, "timers", None)}} if spec.base == "netsens" else {}
+    params = sim.policy.plan_params()
     if tuning:
         params["netsens"]["tuning"] = tuning
-    if spec.base == "netsens":
-        params["sensitivity"] = {n: round(v, 4) for n, v in policy.sens.items()}
-        params["class"] = dict(policy.cls)
     return {
         "scheduler": spec.scheduler, "spec": spec.name, "seed": spec.seed,
         "topology": spec.topology.summary(), "reference_gbps": spec.reference_gbps,
@@ -82,13 +80,13 @@ def schedule(spec, routes=None):
         raise ScheduleError(f"{cls.key}: reallocations move running jobs, which the emulator's plan cannot "
                             "carry yet; simulate it (interleave simulate, or reproduce --simulate)")
     routes = routes or compute_routes(spec.topology)
-    if spec.base in ("netsens", "consolidate", "tiresias"):
+    if issubclass(spec.policy_class, EventPolicy):
         out = plan_from_simulation(spec, routes)
     elif spec.has_programs:     # pipeline / tensor jobs: pinned hosts, step grid, the flow scheduler's decision
         out = schedule_programs(spec, routes)
     else:
         out = schedule_epochs(spec, routes)
-    timing = job_timing(out, spec.base, spec.uses_cassini, spec.cassini["align_min_score"])
+    timing = job_timing(out, spec.policy_class.keeps_spec_shifts, spec.uses_cassini, spec.cassini["align_min_score"])
     for j in out["jobs"]:
         j.update(timing[j["name"]])
     return out
@@ -128,7 +126,7 @@ def schedule_epochs(spec, routes):
                                 "time_shift_ms": round(shifts[j.name], 3), "iteration_ms": prof.iteration_ms,
                                 "period_ms": period,
                                 "iterations": j.iterations, "arrival_s": j.arrival_s, "placed_at_s": round(t, 3),
-                                "finish_est_s": round(running[j.name]["finish"], 3), "alone": spec.base == "ideal"}
+                                "finish_est_s": round(running[j.name]["finish"], 3), "alone": spec.policy_class.alone}
             waiting.remove(j)
         for n in epoch.get("reshifted", {}):
             jobs_out[n].setdefault("reshifts", []).append({"t_s": round(t, 3), "time_shift_ms": round(shifts[n], 3)})

@@ -36,19 +36,19 @@ def groups(plan, min_score=0.0):
     return {name: set(members) for name, members in components([j["name"] for j in plan["jobs"]], links).items()}
 
 
-def alignment(base, uses_cassini, members):
+def alignment(keeps_spec_shifts, uses_cassini, members):
     """The alignment decision (workloads.timing.ALIGNMENTS) of a job whose group of same-period
-    jobs sharing links with it is ``members`` (itself included): CASSINI's jobs and ``fixed`` jobs
-    keep their shifts relative to such a group; a ``fixed`` job alone keeps its own grid; every
-    other job runs free."""
-    if len(members) > 1 and (uses_cassini or base == "fixed"):
+    jobs sharing links with it is ``members`` (itself included): CASSINI's jobs and the jobs of a
+    policy that keeps the spec's shifts (``fixed``) keep their shifts relative to such a group; such
+    a job alone keeps its own grid; every other job runs free."""
+    if len(members) > 1 and (uses_cassini or keeps_spec_shifts):
         return "group"
-    return "grid" if base == "fixed" else "free"
+    return "grid" if keeps_spec_shifts else "free"
 
 
-def aligns(base, uses_cassini):
+def aligns(keeps_spec_shifts, uses_cassini):
     """Do this scheduler's jobs keep shifts at all (so their groups must be known)?"""
-    return uses_cassini or base == "fixed"
+    return uses_cassini or keeps_spec_shifts
 
 
 def same_period_group(name, grp, iteration_ms):
@@ -57,15 +57,15 @@ def same_period_group(name, grp, iteration_ms):
     return sorted(m for m in grp.get(name, {name}) if iteration_ms[m] == iteration_ms[name])
 
 
-def job_timing(plan, base, uses_cassini, min_score):
+def job_timing(plan, keeps_spec_shifts, uses_cassini, min_score):
     """Each planned job's timing for schedule.json: {job: {"alignment", "group"}} (``group``: the
     sorted members it aligns with, or None), from the links its epochs recorded."""
-    grp = groups(plan, min_score) if aligns(base, uses_cassini) else {}
+    grp = groups(plan, min_score) if aligns(keeps_spec_shifts, uses_cassini) else {}
     it = {j["name"]: j.get("period_ms", j["iteration_ms"]) for j in plan["jobs"]}
     out = {}
     for name in it:
         members = same_period_group(name, grp, it)
-        mode = alignment(base, uses_cassini, members)
+        mode = alignment(keeps_spec_shifts, uses_cassini, members)
         out[name] = {"alignment": mode, "group": members if mode == "group" else None}
     return out
 
@@ -91,7 +91,7 @@ class EpochPolicy:
         self.topo = spec.topology
         self.profiles_of = {j.name: spec.profiles[j.model] for j in spec.jobs}
         self.params, self.capacity = spec.cassini, spec.reference_gbps
-        self.base, self.use_cassini = spec.base, spec.uses_cassini
+        self.placer, self.use_cassini = spec.policy_class.from_spec(spec), spec.uses_cassini
         self.shifts, self.periods, self.epoch_no = {}, {}, 0     # job -> shift; job -> the period it runs on
         self.record_links = True     # scores of shared links in the record even without CASSINI
         self.memo = {}               # CASSINI's per-job demands and per-group solutions (cassini.link_demands)
@@ -102,12 +102,12 @@ class EpochPolicy:
         {job: hosts}, the epoch record)."""
         used = {h for hs in running.values() for h in hs}
         free = [h for h in self.topo.hosts if h not in used]
-        params, base = self.params, self.base
+        params = self.params
         n_cand = params["candidates"] if self.use_cassini else 1
         try:
-            cands = placement_mod.candidates(base, placeable, self.topo, self.spec.profiles, free, fixed=running,
-                                             n=n_cand, seed=self.spec.seed + self.epoch_no,
-                                             rack_rule=self.spec.themis["racks"], counts=counts)
+            cands = placement_mod.candidates(self.placer, placeable, self.topo, self.spec.profiles, free,
+                                             fixed=running, n=n_cand, seed=self.spec.seed + self.epoch_no,
+                                             counts=counts)
         except placement_mod.PlacementError as exc:
             raise ScheduleError(str(exc))
         prof_now = {n: self.profiles_of[n] for n in cands[0]}
@@ -140,7 +140,7 @@ class EpochPolicy:
             chosen = cands[0]
             new_shifts = {n: self.shifts.get(n, 0.0) for n in chosen}
             for j in placeable:
-                new_shifts[j.name] = (j.time_shift_ms or 0.0) if base == "fixed" else 0.0
+                new_shifts[j.name] = (j.time_shift_ms or 0.0) if self.placer.keeps_spec_shifts else 0.0
             link_scores, link_jobs = cassini.score_placement(chosen, prof_now, self.routes, self.capacity, params,
                                                              new_shifts, with_jobs=True, memo=self.memo) \
                 if self.record_links else ({}, {})
@@ -174,7 +174,7 @@ class BasePolicy:
 
     def __init__(self, spec, routes):
         self.ep = EpochPolicy(spec, routes)
-        self.ep.record_links = aligns(spec.base, spec.uses_cassini)   # link scores make the groups
+        self.ep.record_links = aligns(spec.policy_class.keeps_spec_shifts, spec.uses_cassini)   # link scores make the groups
         self.n_hosts = len(spec.topology.hosts)
 
     def decide(self, t, waiting, running):

@@ -28,7 +28,7 @@ arrivals and finishes place waiting jobs on free GPUs as the plain policy does.
 """
 import dataclasses
 
-from harness.schedulers.placement import pollux_workers
+from harness.schedulers.placement import Pollux, Themis, pollux_workers
 from harness.schedulers.policy import BasePolicy, Decision
 
 THEMIS_DEFAULTS = {"lease_s": None, "restart_s": 0.0, "max_workers": 12}
@@ -166,8 +166,9 @@ class PolluxReallocation(Reallocation):
 
 def reallocating(spec):
     """The reallocating policy class a spec asks for, or None."""
-    if spec.base in ("themis", "ideal") and spec.themis.get("lease_s"):
+    cls = spec.policy_class
+    if issubclass(cls, Themis) and spec.themis.get("lease_s"):
         return ThemisAuctions
-    if spec.base == "pollux" and spec.pollux.get("interval_s"):
+    if issubclass(cls, Pollux) and spec.pollux.get("interval_s"):
         return PolluxReallocation
     return None

@@ -16,6 +16,8 @@ starvation promotion (a waiting job promoted after waiting a multiple of its run
 choice to consolidate only models with large tensors.
 """
 from harness.schedulers.netsens import Layout
+from harness.contract import EventPolicy
+from harness.registry import register_scheduler
 from harness.schedulers.policy import Decision
 
 DEFAULTS = {"queue_limits": [3600.0]}
@@ -39,7 +41,10 @@ def validate(where, raw, error):
     return cfg
 
 
-class TiresiasPolicy:
+@register_scheduler("tiresias")
+class TiresiasPolicy(EventPolicy):
+    """Discretized two-dimensional least-attained service (see the module)."""
+
     def __init__(self, spec, routes=None):
         self.spec, self.layout = spec, Layout(spec.topology)
         self.limits = spec.tiresias["queue_limits"]

@@ -26,10 +26,10 @@ import numpy as np
 from harness import metrics
 from harness.routing import path_delays, routes_for
 from harness.schedulers import affinity
-from harness.schedulers.netsens import DEFAULTS as NETSENS_DEFAULTS, policy_for
+from harness.contract import EventPolicy
+from harness.schedulers.netsens import DEFAULTS as NETSENS_DEFAULTS
 from harness.schedulers.policy import BasePolicy, aligns, alignment, groups, same_period_group
 from harness.schedulers.reallocation import reallocating
-from harness.schedulers.tiresias import TiresiasPolicy
 from harness.sim import calibration, meanfield
 from harness.schedulers.traffic import link_loads
 from harness.sim.fluid import SimJob, attach_links, simulate
@@ -156,14 +156,14 @@ class Simulator:
         joined = affinity.components(list(running), users.values())
         comps = {}
         for n in running:
-            comps.setdefault(n if self.spec.base == "ideal" else joined[n][0], []).append(n)
+            comps.setdefault(n if self.spec.policy_class.alone else joined[n][0], []).append(n)
         live = [{**l, "jobs": [n for n in l["jobs"] if n in running]} for l in epoch_links]
-        base, cassini = self.spec.base, self.spec.uses_cassini
+        keeps, cassini = self.spec.policy_class.keeps_spec_shifts, self.spec.uses_cassini
         grp = groups({"jobs": [{"name": n} for n in running], "epochs": [{"links": live}]}, self.align_min) \
-            if aligns(base, cassini) else {}
+            if aligns(keeps, cassini) else {}
         period = {n: self._period(r) for n, r in running.items()}
         same = {n: same_period_group(n, grp, period) for n in running}
-        mode = {n: alignment(base, cassini, same[n]) for n in running}
+        mode = {n: alignment(keeps, cassini, same[n]) for n in running}
         gid = {n: same[n][0] if mode[n] == "group" else None for n in running}
         for n, m in mode.items():
             self.alignment.setdefault(n, m)
@@ -344,10 +344,10 @@ class Simulator:
 
 
 def make_policy(spec, routes):
-    if spec.base == "netsens" or spec.base == "consolidate":
-        return policy_for(spec, routes)
-    if spec.base == "tiresias":
-        return TiresiasPolicy(spec, routes)
+    """The policy that decides at the simulator's events: an event policy itself, else the placement
+    policy (with CASSINI) at each event, or its reallocating form (leases, periodic reallocation)."""
+    if issubclass(spec.policy_class, EventPolicy):
+        return spec.policy_class(spec, routes)
     if (cls := reallocating(spec)) is not None:
         return cls(spec, routes)
     return BasePolicy(spec, routes)

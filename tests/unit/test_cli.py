@@ -21,7 +21,7 @@ def test_help_lists_commands():
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["netcheck", "--topology", "ring"], "invalid choice: 'ring'"),
+    (["netcheck", "--topology", "ring"], "topology.name: 'ring' is not allowed (one of dumbbell, fattree, leafspine)"),
     (["netcheck", "--rate-mbps", "fast"], "invalid float value: 'fast'"),
     (["bogus"], "invalid choice: 'bogus'"),
 ])

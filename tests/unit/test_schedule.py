@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from harness.errors import UsageError
-from harness.schedulers.placement import candidates
+from harness.schedulers.placement import Themis, candidates
 from harness.schedulers.plan import schedule
 from harness.spec import from_mapping
 from tests.helpers import ROOT
@@ -52,7 +52,7 @@ def test_candidates_keep_worker_counts_and_rack_counts():
     s = spec(jobs=[{"name": "a", "model": "vgg16", "workers": 4}, {"name": "b", "model": "bert", "workers": 2}])
     topo = s.topology
     rack_of = {h: topo.edge_of(h) for h in topo.hosts}
-    cands = candidates("themis", s.jobs, topo, s.profiles, topo.hosts, n=10, seed=3)
+    cands = candidates(Themis(), s.jobs, topo, s.profiles, topo.hosts, n=10, seed=3)
     assert 2 <= len(cands) <= 10 and len({json.dumps(c, sort_keys=True) for c in cands}) == len(cands)
     for c in cands:
         assert len(c["a"]) == 4 and len(c["b"]) == 2 and not set(c["a"]) & set(c["b"])

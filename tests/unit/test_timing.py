@@ -38,11 +38,11 @@ def test_dilation_round_trips():
 
 
 def test_alignment_rule():
-    assert alignment("themis", True, ["a", "b"]) == "group"
-    assert alignment("themis", True, ["a"]) == "free"
-    assert alignment("themis", False, ["a", "b"]) == "free"
-    assert alignment("fixed", False, ["a"]) == "grid"
-    assert alignment("fixed", False, ["a", "b"]) == "group"
+    assert alignment(False, True, ["a", "b"]) == "group"
+    assert alignment(False, True, ["a"]) == "free"
+    assert alignment(False, False, ["a", "b"]) == "free"
+    assert alignment(True, False, ["a"]) == "grid"
+    assert alignment(True, False, ["a", "b"]) == "group"
 
 
 def test_schedule_records_every_jobs_timing():
