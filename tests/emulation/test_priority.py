@@ -63,14 +63,17 @@ def test_the_urgent_flow_goes_first_on_priority_queues(tmp_path):
     alone = MB * 8 / link.rate_bps            # 160 ms at 50 Mbit/s
     # the urgent flow as if alone (the pacing test's bound for a lone flow: +25 %); the other one
     # after it, about 2 x alone (its 1 % floor gives it little before)
-    assert (dur["hi"] <= 1.25 * alone).all(), dur.round(4).to_dict()
-    assert (dur["lo"] >= 1.6 * alone).all() and (dur["lo"] > dur["hi"]).all(), dur.round(4).to_dict()
+    assert (dur["hi"] <= 1.25 * alone).all(), f"urgent flow took {dur['hi'].round(4).tolist()} s (at most {1.25 * alone:.3f})"
+    assert (dur["lo"] >= 1.6 * alone).all() and (dur["lo"] > dur["hi"]).all(), \
+        f"least urgent took {dur['lo'].round(4).tolist()} s (at least {1.6 * alone:.3f} and after the urgent one)"
     # ECN per level: every mark is counted at one level, and the urgent flow's level is marked on its
     # own backlog only, not for the least urgent one's (measured: 3-15 against 90-100 marks)
     marks, levels = marks_between(c0, c1)
-    assert all(sum(levels[d]) == marks[d] for d in c1)
+    assert all(sum(levels[d]) == marks[d] for d in c1), \
+        {d: (sum(levels[d]), marks[d]) for d in c1 if sum(levels[d]) != marks[d]}
     urgent, least = (sum(levels[d][k] for d in c1) for k in (0, PRIORITY_LEVELS - 1))
-    assert least > 0 and urgent < least / 2, {d: v[:PRIORITY_LEVELS] for d, v in levels.items() if marks[d]}
+    assert least > 0 and urgent < least / 2, \
+        f"marks at the urgent level {urgent}, at the least urgent {least} (fewer than half, and some)"
 
 
 def test_the_same_marks_on_fifo_queues_share_the_link(tmp_path):
@@ -79,4 +82,5 @@ def test_the_same_marks_on_fifo_queues_share_the_link(tmp_path):
         dur = run(fab, tmp_path)
     alone = MB * 8 / link.rate_bps
     # TCP shares the bottleneck: both take well over the lone flow's time
-    assert (dur.min(axis=1) >= 1.3 * alone).all(), dur.round(4).to_dict()
+    assert (dur.min(axis=1) >= 1.3 * alone).all(), \
+        f"the faster flow of each step took {dur.min(axis=1).round(4).tolist()} s (at least {1.3 * alone:.3f})"

@@ -54,8 +54,8 @@ def test_pin_moves_traffic_to_the_pinned_core(fabric_of):
     fab.in_host("h1", "ping -c 200 -i 0.005 -q 10.0.0.24 >/dev/null")
     new = egress_pkts(fab, core, down) - before_new
     old = egress_pkts(fab, old_core, default[4]) - before_old
-    assert new >= 200                      # every echo request went over the pinned core
-    assert old < 20                        # the old path carries at most other pairs' stray packets
+    assert new >= 200, f"{new} packets left the pinned core {core} towards {down} (all 200 echo requests)"
+    assert old < 20, f"{old} packets on the old path {old_core}>{default[4]} (fewer than 20: other pairs' strays)"
 
 
 def test_reconnecting_switch_gets_its_flows_back(fabric_of):

@@ -68,19 +68,21 @@ def test_congested_bottleneck_counters_agree(fab, tmp_path):
     # the last hop (ToR -> host) has no next switch: its marks come from the marker's counters
     last_hop = sum(delta(df, f"s2>{d}", "marker", "ecn_marked") for _s, d in flows)
     receivers = sum(receiver_ce.values())
-    assert receivers > 100                                   # the bottleneck really marked
-    assert abs(controller + last_hop - receivers) <= 0.01 * receivers, (controller, last_hop, receivers)
+    assert receivers > 100, f"{receivers} CE packets at the receivers (more than 100: the bottleneck marks)"
+    assert abs(controller + last_hop - receivers) <= 0.01 * receivers, \
+        f"controller {controller} + last hop {last_hop} CE packets vs receivers {receivers} (within 1 %)"
     # the marker's count on the bottleneck port and the controller's CE arrivals behind it agree
     marked = delta(df, "s1>s2", "marker", "ecn_marked")
     arrived = delta(df, "s1>s2", "openflow", "ecn_marked")
-    assert abs(marked - arrived) <= max(2, 0.01 * marked), (marked, arrived)
+    assert abs(marked - arrived) <= max(2, 0.01 * marked), \
+        f"s1>s2: marker marked {marked}, controller saw {arrived} CE arrivals (within max(2, 1 %))"
     # (b) bytes from port statistics = bytes the applications received (+ frame headers, < 2 %)
     for (s, d), app in zip(flows, app_bytes):
         port = delta(df, f"s2>{d}", "openflow", "tx_bytes")
-        assert 0.99 <= port / app <= 1.02, (d, port, app)
+        assert 0.99 <= port / app <= 1.02, f"{d}: port {port} B / application {app} B = {port / app:.4f} (0.99-1.02)"
     # utilisation of the bottleneck while both flows ran is near 1 (rate from the link model)
     u = df[(df.direction == "s1>s2") & (df.source == "openflow")].utilization.dropna()
-    assert u[u > 0.05].quantile(0.5) >= 0.9
+    assert u[u > 0.05].quantile(0.5) >= 0.9, f"s1>s2 median utilisation {u[u > 0.05].quantile(0.5):.3f} (at least 0.9)"
 
 
 def test_no_congestion_no_marks(fab, tmp_path):
@@ -105,4 +107,5 @@ def test_no_congestion_no_marks(fab, tmp_path):
         busiest = per_port.max() if len(per_port) else 0
         assert busiest <= receiver_ce["h3"] <= per_port.sum(), (per_port, receiver_ce, kept)
     u = df[(df.direction == "s1>s2") & (df.source == "openflow")].utilization.dropna()
-    assert 0.4 <= u[u > 0.05].quantile(0.5) <= 0.6          # half loaded while the flow ran, as paced
+    assert 0.4 <= u[u > 0.05].quantile(0.5) <= 0.6, \
+        f"s1>s2 median utilisation {u[u > 0.05].quantile(0.5):.3f} (0.4-0.6: paced at half the rate)"
