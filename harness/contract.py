@@ -2,6 +2,7 @@
 it is placed; composes with CASSINI) or ``EventPolicy`` (decides at the simulator's events: may wait,
 set timers, preempt). The planner and the simulator call them; this module imports neither.
 """
+import sys
 import traceback
 from dataclasses import dataclass
 
@@ -146,13 +147,15 @@ class EventPolicy:
         return {}
 
 
-def origin_of(obj):
-    """'file:line' of the code that defined ``obj``'s class, for messages."""
+def origin_of(obj, line=True):
+    """'file:line' of the code that defined ``obj``'s class ('file' alone with ``line=False``, which
+    does not parse the source: every registration asks it)."""
     import inspect
     cls = obj if isinstance(obj, type) else type(obj)
     try:
-        return f"{inspect.getsourcefile(cls)}:{inspect.getsourcelines(cls)[1]}"
-    except (OSError, TypeError):
+        path = inspect.getsourcefile(cls) if line else sys.modules[cls.__module__].__file__
+        return f"{path}:{inspect.getsourcelines(cls)[1]}" if line else str(path)
+    except (OSError, TypeError, KeyError, AttributeError):
         return cls.__module__
 
 
@@ -165,7 +168,7 @@ def call_plugin(policy, method, *args):
         raise
     except Exception as exc:
         frames = traceback.extract_tb(exc.__traceback__)
-        home = origin_of(policy).rsplit(":", 1)[0]
+        home = origin_of(policy, line=False)
         mine = [f for f in frames if f.filename == home] or frames
         f = mine[-1]
         raise PluginError(f"{f.filename}:{f.lineno}: {type(policy).__name__}.{method} raised "

@@ -68,13 +68,13 @@ def _admit(kind, table, name, obj, where, same):
 def register_scheduler(name):
     """Class decorator: make ``cls`` the scheduler ``name`` (a spec's ``scheduler: name``)."""
     def deco(cls):
-        where = origin_of(cls)
         if not (isinstance(cls, type) and issubclass(cls, (PlacementPolicy, EventPolicy))):
-            raise PluginError(f"{where}: register_scheduler({name!r}) on {cls!r}: not a subclass of "
+            raise PluginError(f"{origin_of(cls)}: register_scheduler({name!r}) on {cls!r}: not a subclass of "
                               "interleave.PlacementPolicy or interleave.EventPolicy")
+        where = origin_of(cls, line=False)
         origin = _admit("scheduler", _schedulers, name, cls, where,
                         lambda old: old.cls is cls or (old.cls.__qualname__ == cls.__qualname__
-                                                       and origin_of(old.cls) == where))
+                                                       and origin_of(old.cls, line=False) == where))
         _schedulers[name] = SchedulerEntry(name, cls, origin)
         return cls
     return deco

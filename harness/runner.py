@@ -263,7 +263,8 @@ class Session:
             time.sleep(POLL_S)
         self.note_finished(all_started=True)           # jobs that ended during the last sleep
         time.sleep(FLOW_STATS_SETTLE_S)               # the switches' flow counters after the revalidator
-        caught_up = wait_ce_caught_up(self.fab, self.tm.of_path, timeout_s=CE_CATCH_UP_S + self.tm.ce_period_ms / 1000)
+        caught_up = wait_ce_caught_up(self.fab, self.tm.of_path,
+                                      timeout_s=CE_CATCH_UP_S + self.tm.ce_period_ms / 1000) is not None
         self.tm.stop()
         self.idle_samples.append(cpu_idle())
         datapath = fidelity.datapath_delta(self.datapath0, datapath_counters(self.fab))

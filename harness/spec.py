@@ -435,24 +435,25 @@ def _background(where, raw):
 
 
 def _pinned_schedulers():
-    """Schedulers that run every job on its pinned hosts (program jobs need one)."""
-    return [n for n in registry.scheduler_names() if registry.lookup(n).cls.requires_pinned_hosts]
+    """Schedulers that run every job on its pinned hosts (program jobs need one), for messages:
+    listing every scheduler reads the installed packages' entry points."""
+    return " or ".join(n for n in registry.scheduler_names() if registry.lookup(n).cls.requires_pinned_hosts)
 
 
 def _job_kinds(where, jobs, scheduler, fs, background):
     """Program jobs (pipeline/tensor/data_parallel) and profile jobs: what each kind allows."""
     entry, with_cassini = registry.resolve(scheduler)
     pinned = entry.cls.requires_pinned_hosts
-    names = " or ".join(_pinned_schedulers())
     programs = [j for j in jobs if j.is_program]
     if programs:
         if len(programs) < len(jobs) and (not pinned or with_cassini):
-            raise SpecError(where, "scheduler", scheduler, f"{names} with program jobs and profile jobs together "
-                            "(every job on its pinned hosts at its time_shift_ms; +cassini searches program jobs' "
-                            "shifts only)")
+            raise SpecError(where, "scheduler", scheduler,
+                            f"{_pinned_schedulers()} with program jobs and profile jobs together (every job on its "
+                            "pinned hosts at its time_shift_ms; +cassini searches program jobs' shifts only)")
         if not pinned:
-            raise SpecError(where, "scheduler", scheduler, f"{names}, with or without +cassini (program jobs run on "
-                            "their pinned hosts; +cassini searches their time-shifts)")
+            raise SpecError(where, "scheduler", scheduler,
+                            f"{_pinned_schedulers()}, with or without +cassini (program jobs run on their pinned "
+                            "hosts; +cassini searches their time-shifts)")
         if background:
             raise SpecError(where, "background.load", background, "0 with program jobs (not modelled)")
     elif pinned and with_cassini:

@@ -124,17 +124,17 @@ def wait_ce_caught_up(fab, path, timeout_s=15.0):
     the counters had been quiet for 1.2-3 s, the controller's last samples of the busiest switches
     still lacked up to 67 of 283 CE packets that the switches' own entries had counted; a quiet
     period cannot tell a lagging sampler from a finished count, equality with the switch can.
-    Returns True if caught up within ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    Returns the seconds it took, or None if not caught up within ``timeout_s``."""
+    t0 = time.monotonic()
+    while time.monotonic() < t0 + timeout_s:
         truth, latest = fab.switch_ce_counters(), {}
         for r in read_jsonl(path):
             if r["kind"] == "ce":
                 latest[r["dpid"]] = r["ce"]
         if all(latest.get(d) == c for d, c in truth.items()):
-            return True
+            return round(time.monotonic() - t0, 2)
         time.sleep(0.2)
-    return False
+    return None
 
 
 def read_jsonl(path):
