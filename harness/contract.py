@@ -159,6 +159,12 @@ def origin_of(obj, line=True):
         return cls.__module__
 
 
+def raised_at(exc, home):
+    """'file:line' of the innermost frame of ``exc`` in the file ``home`` (a plug-in), else ``home``."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(home)]
+    return f"{home}:{frames[-1].lineno}" if frames else str(home)
+
+
 def call_plugin(policy, method, *args):
     """``policy.method(*args)``; an exception raised inside it becomes a PluginError naming the
     plug-in's file and line (its innermost frame in the file that defines the policy's class)."""
@@ -167,12 +173,8 @@ def call_plugin(policy, method, *args):
     except PlacementError:
         raise
     except Exception as exc:
-        frames = traceback.extract_tb(exc.__traceback__)
-        home = origin_of(policy, line=False)
-        mine = [f for f in frames if f.filename == home] or frames
-        f = mine[-1]
-        raise PluginError(f"{f.filename}:{f.lineno}: {type(policy).__name__}.{method} raised "
-                          f"{type(exc).__name__}: {exc}") from exc
+        raise PluginError(f"{raised_at(exc, origin_of(policy, line=False))}: {type(policy).__name__}.{method} "
+                          f"raised {type(exc).__name__}: {exc}") from exc
 
 
 def method_origin(policy, method):

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.contract import EventPolicy, PlacementPolicy, PluginError, origin_of
+from harness.contract import EventPolicy, PlacementPolicy, PluginError, origin_of, raised_at
 
 BUILTIN_MODULES = ("harness.schedulers.placement", "harness.schedulers.netsens", "harness.schedulers.tiresias",
                    "topologies.fattree", "topologies.leafspine", "topologies.dumbbell")
@@ -163,7 +163,7 @@ def _load_entry_points(group, table, register, usable):
             obj = ep.load()
         except Exception as exc:
             raise PluginError(f"entry point {ep.name} = {ep.value} ({group}): {type(exc).__name__}: {exc}")
-        if usable(obj) and not isinstance(obj, type(importlib)) and ep.name not in table:
+        if usable(obj) and ep.name not in table:
             register(ep.name)(obj)
 
 
@@ -189,11 +189,8 @@ def load_plugin(path, relative_to=None):
     except PluginError:
         raise
     except Exception as exc:
-        import traceback
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == p]
-        line = f":{frames[-1].lineno}" if frames else ""
         sys.modules.pop(mod_name, None)
-        raise PluginError(f"{p}{line}: loading the plug-in raised {type(exc).__name__}: {exc}") from exc
+        raise PluginError(f"{raised_at(exc, p)}: loading the plug-in raised {type(exc).__name__}: {exc}") from exc
     _plugin_files[p] = hashlib.sha256(data).hexdigest()
     return p
 

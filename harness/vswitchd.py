@@ -2,9 +2,8 @@
 
 With the userspace datapath every emulated packet crosses ovs-vswitchd. Where the kernel groups
 processes by session for the CPU (``kernel.sched_autogroup_enabled = 1``), vswitchd's session
-competes with any other session as one group, whatever that session's nice: a neighbour keeping one
-core half busy cut netcheck's congested goodput to 0.82-0.90 of the bottleneck (0.97-0.99 alone).
-A run raises vswitchd's group for its lifetime (``Ledger.set_autogroup``: recorded first, restored
+competes with any other session as one group, whatever that session's nice (README, Tests: what a
+busy neighbour does to the fabric). A run raises vswitchd's group for its lifetime (``Ledger.set_autogroup``: recorded first, restored
 at stop or by ``interleave clean``).
 """
 from pathlib import Path

@@ -43,10 +43,8 @@ def by_name(name, link=None, routing="spread", **params):
     except Exception as exc:
         if entry.builtin:
             raise
-        import traceback
-        home = registry._fn_origin(entry.builder).rsplit(":", 1)[0]
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == home] or [None]
-        at = f"{home}:{frames[-1].lineno}" if frames[-1] else home
+        from harness.contract import raised_at
+        at = raised_at(exc, entry.builder.__code__.co_filename)
         raise registry.PluginError(f"{at}: topology {name} raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(topo, Topology):
         raise registry.PluginError(f"{registry._fn_origin(entry.builder)}: topology {name} returned "

@@ -103,9 +103,6 @@ class TiresiasPolicy(EventPolicy):
                      "queues": {n: prio[n][0] for n in sorted(place)}}
         return Decision(place=place, preempt=preempt, wake_at=wake, epoch=epoch)
 
-    def shift(self, name):
-        return 0.0
-
     def forget(self, name):
         for d in (self.attained, self.since, self.workers):
             d.pop(name, None)

@@ -87,7 +87,9 @@ def test_plugin_flag_and_a_name_of_its_own(tmp_path):
                      {"name": "b", "model": "vgg19", "workers": 2, "iterations": 10}]}
     (tmp_path / "rev.yaml").write_text(yaml.safe_dump(spec))
     plan = ok_json("schedule", "rev.yaml", "--plugin", "rev.py", "--scheduler", "reverse+cassini", cwd=tmp_path)
-    assert sorted(h for j in plan["jobs"] for h in j["hosts"]) != []
+    assert plan["scheduler"] == "reverse+cassini" and plan["candidates_considered"] > 1
+    hosts = [h for j in plan["jobs"] for h in j["hosts"]]
+    assert len(hosts) == len(set(hosts)) == 4, plan["jobs"]
     plain = ok_json("schedule", "rev.yaml", "--plugin", "rev.py", "--scheduler", "reverse", cwd=tmp_path)
     assert [j["hosts"] for j in plain["jobs"]] == [["h23", "h24"], ["h21", "h22"]]
     p = cli("schedule", "rev.yaml", "--scheduler", "reverse", cwd=tmp_path)      # not loaded: unknown
