@@ -161,16 +161,28 @@ def port_map(topo):
     return m
 
 
-def ce_arrivals(topo, routes, ce_by_switch):
-    """{direction: CE packets that arrived over it} from one CE sample per switch {dpid: {pair: n}}."""
-    out = {}
+def ce_index(topo, routes):
+    """{dpid: [("srcmac>dstmac", direction into that switch)]}: where each pair's CE-counting entry
+    at a switch counts arrivals, from the routes."""
+    index = {}
     for (src, dst), path in routes.items():
         key = f"{topo.mac(src)}>{topo.mac(dst)}"
         for prev, node in zip(path, path[1:]):
             if node in topo.switches:
-                n = ce_by_switch.get(topo.dpid(node), {}).get(key)
-                if n is not None:
-                    out[f"{prev}>{node}"] = out.get(f"{prev}>{node}", 0) + n
+                index.setdefault(topo.dpid(node), []).append((key, f"{prev}>{node}"))
+    return index
+
+
+def ce_arrivals(topo, routes, ce_by_switch, index=None):
+    """{direction: CE packets that arrived over it} from one CE sample per switch {dpid: {pair: n}};
+    ``index``: ``ce_index(topo, routes)``, when the caller has it already."""
+    index = ce_index(topo, routes) if index is None else index
+    out = {}
+    for dpid, counts in ce_by_switch.items():
+        for key, did in index.get(dpid, ()):
+            n = counts.get(key)
+            if n is not None:
+                out[did] = out.get(did, 0) + n
     return out
 
 
@@ -178,13 +190,9 @@ def build_links(topo, routes, of_records, mk_records, port_dev, run_start):
     rows = []
     pmap = port_map(topo)
     last = {}
-    # CE entries: latest sample of every switch, applied at each CE record's time
-    ce_state = {}
-    switch_in = {}
-    for (src, dst), path in routes.items():
-        for prev, node in zip(path, path[1:]):
-            if node in topo.switches:
-                switch_in.setdefault(topo.dpid(node), set()).add(f"{prev}>{node}")
+    # CE entries: each switch's sample applied at its record's time
+    index = ce_index(topo, routes)
+    switch_in = {dpid: sorted({did for _key, did in pairs}) for dpid, pairs in index.items()}
     link_of = {d: l.id for l in topo.links for d, *_ in l.directions()}
     for rec in sorted(of_records, key=lambda r: r["t"]):
         t = rec["t"] - run_start
@@ -200,9 +208,8 @@ def build_links(topo, routes, of_records, mk_records, port_dev, run_start):
                     last[did] = (ts, b)
                     rows.append((t, link_id, did, b, util, np.nan, "openflow", ts))
         elif rec["kind"] == "ce":
-            ce_state[rec["dpid"]] = rec["ce"]
-            arrived = ce_arrivals(topo, routes, {rec["dpid"]: rec["ce"]})
-            for did in sorted(switch_in.get(rec["dpid"], ())):
+            arrived = ce_arrivals(topo, routes, {rec["dpid"]: rec["ce"]}, index)
+            for did in switch_in.get(rec["dpid"], ()):
                 rows.append((t, link_of[did], did, np.nan, np.nan, arrived.get(did, 0), "openflow", np.nan))
     dev_dir = {}
     for link in topo.links:

@@ -107,7 +107,7 @@ def test_a_data_parallel_job_runs_next_to_a_pipeline_on_priority_queues(tmp_path
 
 
 def test_re_planned_priorities_reach_the_flows_from_the_step_they_name(tmp_path):
-    """experiments/echelon-gpipe.yaml (8 steps) on priority ports under echelon with ``replan:
+    """experiments/echelon-gpipe.yaml (6 steps) on priority ports under echelon with ``replan:
     {every_steps: 2}`` (harness.schedulers.replan): the runner re-plans from the receivers'
     arrivals at least twice, every agent loads the tables, and every flow of a step from a table's
     ``from_step`` on carries that table's level (flows.csv's priority: the level its sender put in
@@ -115,7 +115,7 @@ def test_re_planned_priorities_reach_the_flows_from_the_step_they_name(tmp_path)
     how fast the steps went, so the fidelity guard's verdict is not required here (measured
     2026-12-04 on a machine whose guard flagged every run: 576 of 576 flows carried their table's
     level)."""
-    s, out = run_spec(tmp_path, "echelon-gpipe.yaml", 8, link={"rate_mbps": 50, "sharing": "priority"},
+    s, out = run_spec(tmp_path, "echelon-gpipe.yaml", 6, link={"rate_mbps": 50, "sharing": "priority"},
                       replan={"every_steps": 2})
     assert s["replan"]["plans"] >= 2 and s["replan"]["agents_loaded_min"] >= 1, s["replan"]
     plan = json.loads((out / "schedule.json").read_text())["flow_scheduler"]
@@ -133,20 +133,21 @@ def test_re_planned_priorities_reach_the_flows_from_the_step_they_name(tmp_path)
                 assert int(applies.iloc[-1].priority.split()[index[r.flow]]) == r.priority, r
             else:
                 assert r.priority in d["flows"][index[r.flow]]["priority"], r
-    assert checked >= 2 * 48 * 2          # both jobs' flows in at least two re-planned steps
+    # tables from steps 3 and 5 (after steps 0-1 and 2-3 complete): both jobs' flows in steps 3-5
+    assert checked >= 2 * 48 * 2, f"run {out}: {checked} flows in re-planned steps"
 
 
 def test_a_profile_job_runs_next_to_a_program_job(tmp_path):
-    """experiments/echelon-mixed.yaml (pipeline a: 6 steps; VGG19 b, replayed from its profile: 20
+    """experiments/echelon-mixed.yaml (pipeline a: 4 steps; VGG19 b, replayed from its profile: 20
     iterations) on priority ports under echelon by priorities: both jobs run every iteration, every flow of the
     pipeline arrives with a priority, and the totals count both jobs (their mean lies between the
     two jobs' means). Which jobs ran and what was counted is asserted, not their speed, so the
     fidelity guard's verdict is not required here."""
-    s, out = run_spec(tmp_path, "echelon-mixed.yaml", [6, 20], link={"rate_mbps": 50, "sharing": "priority"},
+    s, out = run_spec(tmp_path, "echelon-mixed.yaml", [4, 20], link={"rate_mbps": 50, "sharing": "priority"},
                       echelon_mechanism="priority")
     a, b = s["jobs"]["a"], s["jobs"]["b"]
-    assert (a["iterations"], b["iterations"]) == (6, 20), f"run {out}: iterations a {a['iterations']}, b {b['iterations']}"
-    assert a["flows"] == 6 * 48 and a["flows_prioritized"] == 48
+    assert (a["iterations"], b["iterations"]) == (4, 20), f"run {out}: iterations a {a['iterations']}, b {b['iterations']}"
+    assert a["flows"] == 4 * 48 and a["flows_prioritized"] == 48
     assert pd.read_csv(out / "flows.csv").priority.notna().all()
     lo, hi = sorted((a["iteration_ms_mean"], b["iteration_ms_mean"]))
     assert lo < s["totals"]["iteration_ms_mean"] < hi

@@ -2,7 +2,7 @@
 
 Eight DLRM jobs fill the fat-tree's 24 hosts; RoBERTa arrives at 1 s and, after its 1 s locality
 timer, takes a DLRM job's rack: the plan (``interleave schedule`` of this spec) preempts dlrm1 after 13
-of its ``DLRM_ITERATIONS`` iterations and resumes it at 6.0 s on the hosts dlrm2 frees."""
+of its ``DLRM_ITERATIONS`` iterations and resumes it at 4.5 s on the hosts dlrm2 frees."""
 import pytest
 import json
 
@@ -13,7 +13,7 @@ from tests.helpers import interleave
 
 pytestmark = pytest.mark.root
 
-DLRM_ITERATIONS = 40
+DLRM_ITERATIONS = 30
 SPEC = {
     "name": "preempt",
     "topology": {"name": "fattree"},

@@ -202,12 +202,15 @@ def test_echelon_on_priority_queues_orders_the_jobs_then_their_flows_by_offset()
 
 def test_echelon_on_priority_queues_takes_the_mechanism_the_model_finds_faster():
     """``auto`` plays priorities and pacing in the model and keeps the smaller mean step; each forced
-    mechanism gives the same prediction as under auto, and its flows carry only that mechanism."""
+    mechanism gives the same prediction as under auto, and its flows carry only that mechanism. On
+    two micro-batches a step (the model's cost grows with the flows; the two mechanisms still
+    predict different steps, 780 and 758 ms)."""
+    small = {**PIPE, "micro_batches": 2}
     def mean_step(fp):
         return round(1000 * sum(j["predicted"]["step_s"] for j in fp["jobs"].values()) / len(fp["jobs"]), 3)
-    forced = {m: schedule(pipeline_spec("echelon", block={**PIPE, "schedule": "1f1b"}, link={"sharing": "priority"},
+    forced = {m: schedule(pipeline_spec("echelon", block={**small, "schedule": "1f1b"}, link={"sharing": "priority"},
                                         echelon_mechanism=m))["flow_scheduler"] for m in ("priority", "pacing")}
-    auto = schedule(pipeline_spec("echelon", block={**PIPE, "schedule": "1f1b"}, link={"sharing": "priority"},
+    auto = schedule(pipeline_spec("echelon", block={**small, "schedule": "1f1b"}, link={"sharing": "priority"},
                                   echelon_mechanism="auto"))["flow_scheduler"]
     preds = auto["mechanism"]["predicted_step_ms"]
     assert set(preds) == {"priority", "pacing"} and auto["mechanism"]["rule"] == "auto"
@@ -221,14 +224,14 @@ def test_echelon_on_priority_queues_takes_the_mechanism_the_model_finds_faster()
     assert all(f["priority"] is None and f["schedule"] and f["target_s"] is not None for f in paced)
     assert all(f["schedule"] is None and f["priority"] for f in forced["priority"]["jobs"]["a"]["flows"])
     # with replan, auto plays priorities only; echelon on FIFO ports paces, whatever the default
-    replanned = schedule(pipeline_spec("echelon", link={"sharing": "priority"}, echelon_mechanism="auto",
+    replanned = schedule(pipeline_spec("echelon", small, link={"sharing": "priority"}, echelon_mechanism="auto",
                                        replan={"every_steps": 2}))["flow_scheduler"]["mechanism"]
     assert (replanned["chosen"], list(replanned["predicted_step_ms"])) == ("priority", ["priority"])
-    fifo = schedule(pipeline_spec("echelon"))["flow_scheduler"]["mechanism"]
+    fifo = schedule(pipeline_spec("echelon", small))["flow_scheduler"]["mechanism"]
     assert (fifo["chosen"], fifo["rule"]) == ("pacing", None)
     # fair and coflow have one mechanism each, and no choice to record
     for flow, m in (("fair", "none"), ("coflow", "pacing")):
-        fp = schedule(pipeline_spec(flow, link={"sharing": "priority"}))["flow_scheduler"]
+        fp = schedule(pipeline_spec(flow, small, link={"sharing": "priority"}))["flow_scheduler"]
         assert fp["mechanism"]["chosen"] == m and fp["mechanism"]["rule"] is None
 
 
