@@ -14,6 +14,7 @@ import sys
 from harness import __version__
 from harness.errors import EXIT_ENV, EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, BadValue, EnvError, InterleaveError, UsageError
 from harness.limits import short
+from harness.progress import Progress
 
 
 class Parser(argparse.ArgumentParser):
@@ -23,6 +24,7 @@ class Parser(argparse.ArgumentParser):
 
 
 BUILDS_NETWORKS = {"run", "netcheck", "profile", "reproduce", "worker", "clean"}   # the others touch no network
+LONG_S = 5.0        # schedule and simulate show their progress once they have taken this long
 
 
 def log(msg):
@@ -113,10 +115,13 @@ def cmd_schedule(args):
     from harness.schedulers.plan import ScheduleError, schedule
     check_out(args.out, "file")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
+    bar = Progress(len(spec.jobs), "jobs", desc=f"schedule {spec.name}", delay_s=LONG_S)
     try:
-        out = schedule(spec)
+        out = schedule(spec, progress=bar.update)
     except ScheduleError as exc:
         raise UsageError(f"{args.spec}: {exc}")
+    finally:
+        bar.close()
     if args.out:
         from pathlib import Path
         Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
@@ -130,9 +135,11 @@ def cmd_schedule(args):
 def render_schedule(out):
     lines = [f"scheduler {out['scheduler']} on {out['topology']['name']} "
              f"({out['topology']['hosts']} hosts), {len(out['jobs'])} jobs, {len(out['epochs'])} epoch(s)"]
-    lines.append(f"{'job':10s} {'model':14s} {'placed':>8s} {'shift ms':>9s} {'iter ms':>8s}  hosts")
+    lines.append(f"{'job':10s} {'model':14s} {'placed':>8s} {'align':>6s} {'shift ms':>9s} {'iter ms':>8s}  hosts")
     for j in out["jobs"]:
-        lines.append(f"{j['name']:10s} {j['model']:14s} {j['placed_at_s']:8.1f} {j['time_shift_ms']:9.1f} "
+        # a job that runs free starts when it is ready: no shift is applied, whatever the plan computed
+        shift = "-" if j.get("alignment") == "free" else f"{j['time_shift_ms']:.1f}"
+        lines.append(f"{j['name']:10s} {j['model']:14s} {j['placed_at_s']:8.1f} {j.get('alignment', '-'):>6s} {shift:>9s} "
                      f"{j['iteration_ms']:8.1f}  {' '.join(j['hosts'])}")
     for e in out["epochs"]:
         shared = e["links"]
@@ -261,11 +268,13 @@ def cmd_reproduce(args):
     failed = []
     if not args.report_only and on_dask:
         failed = sweep.execute(st, out, sets.run_dir, sets.simulated_run if args.simulate else sweep.emulated_run, log,
-                               workers=workers, cluster=args.cluster, emulated=not args.simulate)
+                               workers=workers, cluster=args.cluster, emulated=not args.simulate,
+                               keep_stale=args.keep_stale, quiet=args.quiet)
     elif not args.report_only:
-        sets.execute(st, out, sets.simulated_run if args.simulate else run, log, quiet=args.quiet)
-    md, floors = sets.write(st, out, check=args.floors, plots=not args.simulate)
-    print(md)
+        sets.execute(st, out, sets.simulated_run if args.simulate else run, log, quiet=args.quiet,
+                     keep_stale=args.keep_stale)
+    md, floors = sets.write(st, out, check=args.floors)
+    print(sets.headline(md, out))
     command = "interleave reproduce " + " ".join(a for a in sys.argv[1:] if a != "reproduce")
     if args.against:
         vmd, rows = sets.validation(st, args.against, out)
@@ -315,37 +324,36 @@ def cmd_worker(args):
 
 
 def cmd_simulate(args):
-    from pathlib import Path
-
     from harness import spec as spec_mod
-    from harness.runner import versions_light
+    from harness import provenance
     from harness.schedulers.plan import ScheduleError
-    from harness.simulate import simulate_spec
+    from harness.simulate import simulate_spec, write_run
     check_out(args.out, "dir")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
     if args.background is not None:
         if not 0 <= args.background < 1:
             raise UsageError(f"--background: {args.background} is not a fraction in [0, 1)")
         spec.background = args.background
+    provenance.refuse_other(args.out, spec, "simulated", args.force)
     log(f"simulate {spec.name}: {spec.scheduler}, {len(spec.jobs)} jobs on {spec.topology.name} "
         f"({len(spec.topology.hosts)} hosts), background load {spec.background:g}")
+    bar = Progress(len(spec.jobs), "jobs finished", desc=f"simulate {spec.name}", delay_s=LONG_S)
     try:
-        summary = simulate_spec(spec)
+        summary = simulate_spec(spec, progress=bar.update)
     except ScheduleError as exc:
         raise UsageError(f"{args.spec}: {exc}")
-    summary["versions"] = versions_light()
+    finally:
+        bar.close()
     t = summary["totals"]
     marks = "" if t["ecn_marks"] is None else f", ~{t['ecn_marks']} ECN marks (estimated)"
     ect = "" if t.get("ect_ms_mean") is None else f", mean ECT {t['ect_ms_mean']} ms"
     log(f"done in {summary['simulator']['wall_s']} s: mean iteration {t['iteration_ms_mean']} ms, p99 "
         f"{t['iteration_ms_p99']} ms, mean JCT {t['jct_s_mean']} s, makespan {t['makespan_s']} s{ect}{marks}")
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        import yaml
-        (out / "spec.yaml").write_text(yaml.safe_dump(spec.raw, sort_keys=False))
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
-        log(f"written: {out}/summary.json")
+        write_run(spec, args.out, summary, replace=args.force)
+        log(f"written: {args.out}/summary.json")
+    else:
+        summary["versions"] = provenance.versions_light()
     if args.json:
         print(json.dumps(summary, indent=2))
     return 0
@@ -427,7 +435,9 @@ def build_parser():
     p.add_argument("spec", help="experiment spec (YAML)")
     p.add_argument("--scheduler", help="override the spec's scheduler (e.g. netsens, consolidate, themis+cassini)")
     p.add_argument("--background", type=float, help="override background.load (fraction of every fabric link)")
-    p.add_argument("--out", help="also write spec.yaml and summary.json into this directory")
+    p.add_argument("--out", help="also write spec.yaml, summary.json and provenance.json into this directory")
+    p.add_argument("--force", action="store_true", help="with --out: replace a directory holding another spec's "
+                   "or the emulator's results")
     p.add_argument("--json", action="store_true", help="print summary.json")
     add_plugin_arg(p)
     p.set_defaults(func=cmd_simulate)
@@ -437,6 +447,8 @@ def build_parser():
     p.add_argument("--out", help="directory of the set (default results/<set name>); complete runs in it are kept")
     p.add_argument("--floors", action="store_true", help="exit 1 when a ratio falls below the set's floors")
     p.add_argument("--report-only", action="store_true", help="do not run: only rebuild the reports and table")
+    p.add_argument("--keep-stale", action="store_true", help="keep a complete run whose spec or code changed "
+                   "since it ran (by default it is set aside as <run>.stale-N and run again)")
     p.add_argument("--publish", metavar="FILE", help="write the table into FILE's block "
                    "<!-- interleave reproduce NAME --> ... <!-- end interleave reproduce NAME -->")
     p.add_argument("--simulate", action="store_true", help="run the set in the flow-level simulator (no root)")
@@ -473,7 +485,11 @@ def add_plugin_arg(p):
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        parser.print_help()             # the commands, each with what it does
+        return 0
+    args = parser.parse_args(argv)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminate)
     try:

@@ -82,6 +82,23 @@ def summary(scheduler, spec, duration_s, jobs, totals_, fidelity, **extra):
     return {**head, **extra.pop("head", {}), "jobs": jobs, "totals": totals_, "fidelity": fidelity, **extra}
 
 
+def job_rows(summary):
+    """summary.json's jobs as flat rows (``jobs.csv``, both backends): one per job, its name first;
+    a list of host names as one space-separated string, segments as JSON text."""
+    import json
+    rows = []
+    for name, j in summary["jobs"].items():
+        row = {"job": name}
+        for k, v in j.items():
+            if isinstance(v, list) and all(isinstance(x, str) for x in v):
+                v = " ".join(v)
+            elif isinstance(v, (list, dict)):
+                v = json.dumps(v, sort_keys=True)
+            row[k] = v
+        rows.append(row)
+    return rows
+
+
 def priority_marks(counters, levels):
     """``ecn_marks_by_priority`` of a run: {level: marks} summed over the switch ports that have
     ``marked_level`` counters (``counters``: {dev: the marker's counters}), with what it counts."""

@@ -481,7 +481,8 @@ def check_ecn(fab, seconds=4):
     q0, rx0 = queue_drops(), datapath_rx_drops()
     rates = iperf(fab, flows, seconds)
     wait_ce_quiet(tm.of_path)       # ... and with the last packets of this window
-    caught_up_s = wait_ce_caught_up(fab, tm.of_path)
+    catch_up = {}
+    caught_up_s = wait_ce_caught_up(fab, tm.of_path, stats=catch_up)
     m1, ce1 = _marks(fab), sum(ce_received(fab, d) for d in dsts)
     drops, rx_drops = drops_since(q0, queue_drops()), drops_since(rx0, datapath_rx_drops())
     tm.stop()
@@ -490,6 +491,7 @@ def check_ecn(fab, seconds=4):
     tmp.cleanup()
     counters["controller_caught_up"] = caught_up_s is not None
     counters["caught_up_s"] = caught_up_s
+    counters["catch_up"] = catch_up
     if caught_up_s is None:
         counters["detail"] += ("; the controller's CE samples never equalled the switches' own counters "
                                "(telemetry.wait_ce_caught_up): its sampling fell behind")

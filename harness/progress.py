@@ -22,17 +22,20 @@ def hms(seconds):
 class Progress:
     """``update(done, status)`` with an absolute count out of ``total``; ``close()`` at the end."""
 
-    def __init__(self, total, unit, desc="", quiet=False, stream=None, every_s=STATUS_EVERY_S, clock=time.monotonic):
+    def __init__(self, total, unit, desc="", quiet=False, stream=None, every_s=STATUS_EVERY_S, clock=time.monotonic,
+                 delay_s=0.0):
+        """``delay_s``: nothing is shown before this much time has passed (work that is usually quick
+        stays silent; a long one gets its progress)."""
         self.total, self.unit, self.desc, self.quiet = max(1, int(total)), unit, desc, quiet
         self.stream = stream or sys.stderr
-        self.every_s, self.clock = every_s, clock
+        self.every_s, self.clock, self.delay_s = every_s, clock, delay_s
         self.t0 = clock()
         self.last = None
         self.bar = None
         if not quiet and self.stream.isatty():
             from tqdm import tqdm
             self.bar = tqdm(total=self.total, unit=unit, desc=desc, file=self.stream, dynamic_ncols=True,
-                            leave=False, mininterval=0.5)
+                            leave=False, mininterval=0.5, delay=delay_s)
 
     def remaining_s(self, done):
         elapsed = self.clock() - self.t0
@@ -57,6 +60,8 @@ class Progress:
             self.bar.refresh()
             return
         now = self.clock()
+        if now - self.t0 < self.delay_s:
+            return
         if self.last is None or now - self.last >= self.every_s:
             self.last = now
             print(self.line(done, status), file=self.stream, flush=True)

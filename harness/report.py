@@ -1,12 +1,16 @@
 """``interleave report DIR [DIR ...]``: tables and plots comparing results directories.
 
-The first directory is the baseline: ratios are baseline / other (above 1 means the other is
-better), as the CASSINI paper reports speed-ups. Writes ``report.md``, ``report.html`` and PNG plots
-to ``--out`` (default: the first directory when there is one, else ``./report``):
-  iteration_cdf.png   iteration-time CDF per run (all jobs, leader's start to next start, first
-                      iteration excluded)
-  link_<id>.png       utilisation of the most shared link over time per run, Up phases shaded
-  marks.png           ECN-marked packets per iteration, per job and run
+The directories may be emulated runs (``interleave run``), simulated ones (``interleave simulate
+--out``, a set's ``--simulate`` runs) or both; each run is labelled with its backend. The first
+directory is the baseline: ratios are baseline / other (above 1 means the other is better), as the
+CASSINI paper reports speed-ups. Writes ``report.md``, ``report.html`` and PNG plots to ``--out``
+(default: the first directory when there is one, else ``./report``):
+  iterations.png      mean iteration time per job and run (both backends)
+  marks.png           ECN-marked packets per iteration, per job and run (simulated: estimated)
+  iteration_cdf.png   iteration-time CDF per emulated run (all jobs, leader's start to next start,
+                      first iteration excluded; the simulator keeps no per-iteration times)
+  link_<id>.png       utilisation of the most shared link per emulated run, Up phases shaded: the
+                      whole run, and beside it a window of a few iterations from its middle
 """
 import json
 from pathlib import Path
@@ -28,25 +32,29 @@ LINK_COLUMNS_USED = ["time", "direction", "utilization", "source"]       # of te
 
 def load(d):
     """One results directory, checked before anything is drawn: every file there, readable, parsed,
-    with the keys and columns the report uses; else a UsageError naming the file and what is wrong."""
+    with the keys and columns the report uses; else a UsageError naming the file and what is wrong.
+    A simulated run needs its summary.json only (``iters`` and ``links`` are None)."""
     from harness.replay import COLUMNS as ITER_COLUMNS
     d = Path(d)
     if not d.is_dir():
         raise UsageError(f"{d}: not a directory")
-    missing = [f for f in ("summary.json", "schedule.json", "iterations.csv", "links.csv") if not (d / f).is_file()]
-    if "summary.json" in missing:
+    if not (d / "summary.json").is_file():
         raise UsageError(f"{d}: not a complete results directory (no summary.json)")
-    if missing:
-        raise UsageError(f"{d}: no {', '.join(missing)} (report needs an emulated run's directory; "
-                         "a `simulate --out` directory has only summary.json)")
     summary = _json(d / "summary.json", dict)
+    simulated = bool(summary.get("simulated"))
+    missing = [f for f in ("schedule.json", "iterations.csv", "links.csv") if not (d / f).is_file()]
+    if missing and not simulated:
+        raise UsageError(f"{d}: no {', '.join(missing)} (an emulated run's directory has them; "
+                         "it was interrupted or its files were removed)")
     for key, kind in SUMMARY_KEYS.items():
         if not isinstance(summary.get(key), kind):
             raise UsageError(f"{d / 'summary.json'}: {key}: missing or not a {kind.__name__}")
+    if simulated:
+        return {"dir": d, "summary": summary, "schedule": None, "iters": None, "links": None, "backend": "simulated"}
     schedule = _json(d / "schedule.json", dict)
     if not isinstance(schedule.get("epochs"), list):
         raise UsageError(f"{d / 'schedule.json'}: epochs: missing or not a list")
-    return {"dir": d, "summary": summary, "schedule": schedule,
+    return {"dir": d, "summary": summary, "schedule": schedule, "backend": "emulated",
             "iters": _csv(d / "iterations.csv", ITER_COLUMNS), "links": _csv(d / "links.csv", LINK_COLUMNS_USED)}
 
 
@@ -72,7 +80,7 @@ def _csv(path, columns):
 
 
 def label(r):
-    return f"{r['summary']['scheduler']} ({r['dir'].name})"
+    return f"{r['summary']['scheduler']} ({r['dir'].name}, {r['backend']})"
 
 
 def ratio(a, b):
@@ -92,22 +100,29 @@ def tables(runs):
                 "| run | mean | p99 | ECN marks |", "| --- | --- | --- | --- |"]
         for r in runs[1:]:
             t = r["summary"]["totals"]
-            marks = ratio(base["ecn_marks"], t["ecn_marks"]) if t["ecn_marks"] else ("inf" if base["ecn_marks"] else "-")
+            if t["ecn_marks"]:
+                marks = f"{ratio(base['ecn_marks'], t['ecn_marks'])}x"
+            else:
+                marks = f"unbounded ({base['ecn_marks']} against 0)" if base["ecn_marks"] else "- (0 against 0)"
             out.append(f"| {label(r)} | {ratio(base['iteration_ms_mean'], t['iteration_ms_mean'])}x | "
-                       f"{ratio(base['iteration_ms_p99'], t['iteration_ms_p99'])}x | {marks}x |")
+                       f"{ratio(base['iteration_ms_p99'], t['iteration_ms_p99'])}x | {marks} |")
         out.append("")
     out += ["## Per job", "", "| run | job | model | iterations | mean | p99 | profile | communication (mean) | JCT | "
             "marks / iteration | shift planned | shift error p50 | re-alignments / min |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in runs:
         for name, j in r["summary"]["jobs"].items():
-            comm = comm_ms_mean(r["iters"], name)
+            comm = comm_ms_mean(r["iters"], name) if r["iters"] is not None else j.get("comm_ms_mean")
             out.append(f"| {label(r)} | {name} | {j['model']} | {j['iterations']} | {j['iteration_ms_mean']} ms | "
                        f"{j['iteration_ms_p99']} ms | {j['iteration_ms_profile']:g} ms | "
                        f"{'-' if comm is None else f'{comm:.1f} ms'} | {j['jct_s']} s | "
-                       f"{j['ecn_marks_per_iteration']} | {j['time_shift_ms']:g} ms | {j['shift_error_ms_p50']} ms | "
-                       f"{j['realignments_per_minute']} |")
+                       f"{j['ecn_marks_per_iteration']} | {_ms(j.get('time_shift_ms'))} | "
+                       f"{_ms(j.get('shift_error_ms_p50'))} | {'-' if j.get('realignments_per_minute') is None else j['realignments_per_minute']} |")
     return out
+
+
+def _ms(v):
+    return "-" if v is None else f"{v:g} ms"
 
 
 def comm_ms_mean(iters, job):
@@ -120,9 +135,13 @@ def comm_ms_mean(iters, job):
 
 
 def plot_cdf(runs, out):
-    fig, ax = plt.subplots(figsize=(6, 4))
+    """Iteration-time CDF of the runs that have per-iteration times (emulated); None when none has."""
     from harness.runner import iteration_times_ms
-    for r in runs:
+    have = [r for r in runs if r["iters"] is not None]
+    if not have:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for r in have:
         it = r["iters"]
         v = np.sort(np.concatenate([iteration_times_ms(g.sort_values("iteration"))[1:]
                                     for _j, g in it[it.worker == 0].groupby("job")]))
@@ -138,36 +157,73 @@ def plot_cdf(runs, out):
     return "iteration_cdf.png"
 
 
+def plot_iterations(runs, out):
+    """Mean iteration time per job and run, each job's iteration alone (its profile) marked."""
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    jobs = list(dict.fromkeys(j for r in runs for j in r["summary"]["jobs"]))
+    w = 0.8 / len(runs)
+    for k, r in enumerate(runs):
+        vals = [r["summary"]["jobs"].get(j, {}).get("iteration_ms_mean") or 0 for j in jobs]
+        ax.bar(np.arange(len(jobs)) + k * w, vals, w, label=label(r))
+    alone = [next((r["summary"]["jobs"][j].get("iteration_ms_profile") for r in runs if j in r["summary"]["jobs"]), None)
+             for j in jobs]
+    ax.scatter([i + 0.4 - w / 2 for i, a in enumerate(alone) if a], [a for a in alone if a], marker="_", s=400,
+               color="k", zorder=3, label="alone (profile)")
+    ax.set_xticks(np.arange(len(jobs)) + 0.4 - w / 2, jobs, rotation=30 if len(jobs) > 6 else 0, fontsize=8)
+    ax.set_ylabel("mean iteration (ms)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "iterations.png", dpi=120)
+    plt.close(fig)
+    return "iterations.png"
+
+
 def busiest_shared_link(runs):
     counts = {}
     for r in runs:
-        for e in r["schedule"]["epochs"]:
+        for e in (r["schedule"] or {}).get("epochs", []):
             for l in e["links"]:
                 counts[l["id"]] = max(counts.get(l["id"], 0), len(l["jobs"]))
     return max(sorted(counts), key=lambda k: counts[k]) if counts else None
 
 
+ZOOM_ITERATIONS = 4     # the zoomed window of a link plot: this many of its shortest job's iterations
+
+
 def plot_link(runs, link, out):
-    fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.2 * len(runs)), sharex=True, squeeze=False)
-    for ax, r in zip(axes[:, 0], runs):
+    """Per emulated run, the link's utilisation over the whole run (left) and over a window of
+    ``ZOOM_ITERATIONS`` iterations from the run's middle (right), each job's Up phases shaded."""
+    runs = [r for r in runs if r["links"] is not None]
+    fig, axes = plt.subplots(len(runs), 2, figsize=(12, 2.2 * len(runs)), squeeze=False,
+                             gridspec_kw={"width_ratios": [3, 2]})
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for (whole, zoom), r in zip(axes, runs):
         d = r["links"]
         d = d[(d.direction == link) & (d.source == "openflow")].dropna(subset=["utilization"])
-        ax.plot(d.time, d.utilization, lw=0.8, color="k")
         jobs = [l["jobs"] for e in r["schedule"]["epochs"] for l in e["links"] if l["id"] == link]
         names = sorted(set(sum(jobs, [])))
-        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         it = r["iters"]
-        for k, name in enumerate(names):
-            w0 = it[(it.job == name) & (it.worker == 0)]
-            for _, row in w0.iterrows():
-                ax.axvspan(row.comm_start, row.comm_end, color=colors[k % len(colors)], alpha=0.25, lw=0,
-                           label=name if _ == w0.index[0] else None)
-        ax.set_ylabel("utilisation")
-        ax.set_ylim(0, 1.15)
-        ax.set_title(f"{link}: {label(r)}", fontsize=9)
-        if ax.get_legend_handles_labels()[0]:     # a link no job's phases were drawn on has no legend
-            ax.legend(fontsize=7, loc="upper right")
+        for ax in (whole, zoom):
+            ax.plot(d.time, d.utilization, lw=0.8, color="k")
+            for k, name in enumerate(names):
+                w0 = it[(it.job == name) & (it.worker == 0)]
+                for i, row in enumerate(w0.itertuples()):
+                    ax.axvspan(row.comm_start, row.comm_end, color=colors[k % len(colors)], alpha=0.25, lw=0,
+                               label=name if i == 0 and ax is zoom else None)
+            ax.set_ylim(0, 1.15)
+        whole.set_ylabel("utilisation")
+        whole.set_title(f"{link}: {label(r)}", fontsize=9)
+        periods = [r["summary"]["jobs"][n]["iteration_ms_mean"] for n in names
+                   if r["summary"]["jobs"].get(n, {}).get("iteration_ms_mean")]
+        if len(d) and periods:
+            span = ZOOM_ITERATIONS * min(periods) / 1000
+            mid = (d.time.min() + d.time.max()) / 2
+            zoom.set_xlim(mid - span / 2, mid + span / 2)
+            zoom.set_title(f"{ZOOM_ITERATIONS} iterations from the middle", fontsize=9)
+        if zoom.get_legend_handles_labels()[0]:     # a link no job's phases were drawn on has no legend
+            zoom.legend(fontsize=7, loc="upper right")
     axes[-1, 0].set_xlabel("time since run start (s)")
+    axes[-1, 1].set_xlabel("time since run start (s)")
     fig.tight_layout()
     name = f"link_{link.replace('>', '_to_')}.png"
     fig.savefig(out / name, dpi=120)
@@ -180,7 +236,7 @@ def plot_marks(runs, out):
     jobs = sorted({j for r in runs for j in r["summary"]["jobs"]})
     w = 0.8 / len(runs)
     for k, r in enumerate(runs):
-        vals = [r["summary"]["jobs"].get(j, {}).get("ecn_marks_per_iteration", 0) for j in jobs]
+        vals = [r["summary"]["jobs"].get(j, {}).get("ecn_marks_per_iteration") or 0 for j in jobs]
         ax.bar(np.arange(len(jobs)) + k * w, vals, w, label=label(r))
     ax.set_xticks(np.arange(len(jobs)) + 0.4 - w / 2, jobs)
     ax.set_ylabel("ECN-marked packets per iteration")
@@ -196,10 +252,11 @@ def report(dirs, out=None):
     out = Path(out) if out else (runs[0]["dir"] if len(runs) == 1 else Path("report"))
     out.mkdir(parents=True, exist_ok=True)
     md = [f"# Interleave report: {', '.join(label(r) for r in runs)}", ""] + tables(runs)
-    images = [plot_cdf(runs, out), plot_marks(runs, out)]
+    images = [plot_iterations(runs, out), plot_marks(runs, out), plot_cdf(runs, out)]
     link = busiest_shared_link(runs)
     if link:
         images.append(plot_link(runs, link, out))
+    images = [i for i in images if i]
     md += ["", "## Plots", ""] + [f"![{i}]({i})" for i in images]
     (out / "report.md").write_text("\n".join(md) + "\n")
     html = ["<html><head><meta charset='utf-8'><title>Interleave report</title></head><body>"]

@@ -22,7 +22,6 @@ Not done yet: re-phasing running jobs at later epochs (their shifts are kept fro
 import dataclasses
 import json
 import os
-import platform
 import shutil
 import time
 from datetime import datetime, timezone
@@ -32,7 +31,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from harness import __version__, fidelity, metrics, probe, registry
+from harness import fidelity, metrics, probe, provenance, registry
 from harness.errors import InterleaveError
 from harness.fabric import Fabric
 from harness.fidelity import cpu_idle, idle_shares
@@ -61,24 +60,8 @@ CE_CATCH_UP_S = 15.0          # at the end, how long (beyond one CE period) to w
                               # CE samples to equal the switches' own counters (netcheck waits as long)
 
 
-def _dist_versions(names):
-    from importlib import metadata
-    out = {"interleave": __version__, "python": platform.python_version(), "kernel": os.uname().release}
-    for dist in names:
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = None
-    return out
-
-
-def versions_light():
-    """Versions of the Python side (no OVS probe): enough for simulated results."""
-    return _dist_versions(("numpy", "pandas", "networkx"))
-
-
 def versions():
-    out = _dist_versions(("os-ken", "numpy", "pandas", "networkx", "scapy"))
+    out = provenance.dist_versions(("os-ken", "numpy", "pandas", "networkx", "scapy"))
     try:
         from mininet.net import VERSION
         out["mininet"] = VERSION
@@ -175,6 +158,7 @@ def prepare(out_dir, spec, plan, findings, backends, link, dil):
            "plugins": registry.plugin_files(),
            "link": link.to_dict(), "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     (work / "environment.json").write_text(json.dumps(env, indent=2))
+    provenance.write(work, spec, "emulated")
     return out_dir, work
 
 
@@ -349,6 +333,7 @@ def write_results(spec, plan, work, m, dil, topo):
         loaded = [a.get("replans_loaded", 0) for a in m["agents"].values()]
         summary["replan"] = metrics.replan(**rp.summary(), agents_loaded_min=min(loaded, default=None))
     (work / "summary.json").write_text(json.dumps(summary, indent=2))
+    pd.DataFrame(metrics.job_rows(summary)).to_csv(work / "jobs.csv", index=False)
     return summary
 
 

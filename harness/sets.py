@@ -11,8 +11,11 @@ floors that ``make nightly`` holds the headline ratios to::
       - {spec: demo, base: themis, other: themis+cassini, metric: iteration_ms_mean, min: 1.05}
 
 Layout of DIR: ``<spec name>/<scheduler>-r<r>/`` (results directories; a complete one is reused, so
-an interrupted set resumes where it stopped), ``<spec name>/report/`` (``interleave report`` of the
-spec's runs), and ``table.md`` / ``table.json``: per spec and scheduler the mean over repeats, and
+an interrupted set resumes where it stopped, while its spec and the code are those it ran with:
+harness.provenance; a stale one is set aside as ``<run>.stale-N`` and run again unless
+``--keep-stale``), ``<spec name>/report/`` (``interleave report`` of the
+spec's runs, emulated or simulated), ``table.md`` / ``table.json`` and the same as flat CSVs
+(``table.csv``, ``ratios.csv``, ``jobs.csv``: ``write_csvs``): per spec and scheduler the mean over repeats, and
 the ratios of each ``X+cassini`` over its base ``X`` and of every other scheduler over the first
 one listed, and where a scheduler preempted, its mean preemptions, restarts and GPU-time held
 restarting (``COUNTS``: means, never ratios). Ratios are of means over repeats. A scheduler ``S:F`` runs scheduler S with
@@ -42,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from harness import limits, spec as spec_mod
+from harness import limits, provenance, spec as spec_mod
 from harness.progress import SetProgress, hms
 from harness.errors import UsageError
 
@@ -51,59 +54,149 @@ METRICS = ("iteration_ms_mean", "iteration_ms_p99", "comm_ms_mean", "slowdown_me
 COUNTS = ("preemptions", "restarts", "restart_gpu_s")     # averaged per scheduler, never a ratio
 
 
+SET_KEYS = ("name", "repeats", "runs", "floors")
+RUN_KEYS = ("spec", "schedulers", "label", "repeats", "background", "set")
+FLOOR_KEYS = ("spec", "base", "other", "metric", "min")
+
+
+def _whole(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
 def load_set(path):
+    """The set file ``path``, every key and every spec (under each scheduler) validated before
+    anything runs: a UsageError naming the file, the key and the value otherwise."""
     path = Path(path)
     raw = spec_mod.read_yaml(path)
-    if not isinstance(raw, dict) or not isinstance(raw.get("runs"), list) or not raw["runs"]:
+
+    def bad(key, value, allowed):
+        return UsageError(f"{path}: key {key}: value {limits.short(value)} {allowed}")
+    if not isinstance(raw, dict):
+        raise UsageError(f"{path}: a mapping with runs: [{{spec, schedulers}}] is required")
+    for k in raw:
+        if k not in SET_KEYS:
+            raise bad(k, raw[k], "is not a set key; allowed: " + ", ".join(SET_KEYS))
+    if not isinstance(raw.get("runs"), list) or not raw["runs"]:
         raise UsageError(f"{path}: key runs: a non-empty list of {{spec, schedulers}} is required")
+    name = raw.get("name", path.stem)
+    if not isinstance(name, str) or not name:
+        raise bad("name", name, "is not a name")
     repeats = raw.get("repeats", 1)
-    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
-        raise UsageError(f"{path}: key repeats: value {repeats!r} is not an integer >= 1")
+    if not _whole(repeats):
+        raise bad("repeats", repeats, "is not an integer >= 1")
     runs = []
     for i, r in enumerate(raw["runs"]):
         if not isinstance(r, dict) or "spec" not in r or not r.get("schedulers"):
-            raise UsageError(f"{path}: key runs[{i}]: value {r!r} needs spec and schedulers")
+            raise bad(f"runs[{i}]", r, "needs spec and schedulers")
+        for k in r:
+            if k not in RUN_KEYS:
+                raise bad(f"runs[{i}].{k}", r[k], "is not a run key; allowed: " + ", ".join(RUN_KEYS))
+        if not isinstance(r["spec"], str) or not r["spec"]:
+            raise bad(f"runs[{i}].spec", r["spec"], "is not a spec file's path")
+        scheds = r["schedulers"]
+        if not isinstance(scheds, list) or not all(isinstance(x, str) and x for x in scheds) \
+                or len(set(scheds)) != len(scheds):
+            raise bad(f"runs[{i}].schedulers", scheds, "is not a list of distinct scheduler names")
+        if "repeats" in r and not _whole(r["repeats"]):
+            raise bad(f"runs[{i}].repeats", r["repeats"], "is not an integer >= 1")
+        if "label" in r and (not isinstance(r["label"], str) or not r["label"] or "/" in r["label"]):
+            raise bad(f"runs[{i}].label", r["label"], "is not a name (it names a directory)")
         sp = Path(r["spec"])
         if not sp.is_absolute():
             sp = path.parent / sp
         over = r.get("set")
         if over is not None and not isinstance(over, dict):
-            raise UsageError(f"{path}: key runs[{i}].set: value {limits.short(over)} is not a mapping of spec keys")
-        specs = [spec_mod.load(sp, scheduler=s, overrides=over) for s in r["schedulers"]]   # validated before anything runs
+            raise bad(f"runs[{i}].set", over, "is not a mapping of spec keys")
         bg = r.get("background")
-        if bg is not None and not (isinstance(bg, (int, float)) and 0 <= bg < 1):
-            raise UsageError(f"{path}: key runs[{i}].background: value {bg!r} is not a fraction in [0, 1)")
-        runs.append({"spec_path": sp, "name": r.get("label", specs[0].name), "schedulers": list(r["schedulers"]),
+        if bg is not None and not (isinstance(bg, (int, float)) and not isinstance(bg, bool) and 0 <= bg < 1):
+            raise bad(f"runs[{i}].background", bg, "is not a fraction in [0, 1)")
+        specs = []
+        for j, s in enumerate(scheds):          # every spec validated before anything runs
+            specs.append(spec_mod.load(sp, scheduler=s, overrides=over,
+                                       scheduler_from=f"{path}: key runs[{i}].schedulers[{j}]: value"))
+        runs.append({"spec_path": sp, "name": r.get("label", specs[0].name), "schedulers": list(scheds),
                      "seed": specs[0].seed, "repeats": int(r.get("repeats", repeats)), "background": bg,
                      "set": over})
-    names = {r["name"] for r in runs}
+    names = [r["name"] for r in runs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise UsageError(f"{path}: key runs: {dup[0]!r} names two runs (their directories would collide); "
+                         "give one a label")
     floors = raw.get("floors") or []
+    if not isinstance(floors, list):
+        raise bad("floors", floors, "is not a list of {spec, base, other, metric, min}")
+    by_name = {r["name"]: r for r in runs}
     for i, f in enumerate(floors):
-        if not isinstance(f, dict) or f.get("spec") not in names or f.get("metric") not in METRICS \
-                or not isinstance(f.get("min"), (int, float)) or not f.get("base") or not f.get("other"):
-            raise UsageError(f"{path}: key floors[{i}]: value {f!r} needs spec (one of {sorted(names)}), base, "
-                             f"other, metric (one of {', '.join(METRICS)}) and a numeric min")
-    return {"name": raw.get("name", path.stem), "runs": runs, "floors": floors}
+        if not isinstance(f, dict) or any(k not in f for k in FLOOR_KEYS):
+            raise bad(f"floors[{i}]", f, "needs " + ", ".join(FLOOR_KEYS))
+        for k in f:
+            if k not in FLOOR_KEYS:
+                raise bad(f"floors[{i}].{k}", f[k], "is not a floor key; allowed: " + ", ".join(FLOOR_KEYS))
+        if f["spec"] not in by_name:
+            raise bad(f"floors[{i}].spec", f["spec"], "is not a run of this set; one of " + ", ".join(by_name))
+        for k in ("base", "other"):
+            if f[k] not in by_name[f["spec"]]["schedulers"]:
+                raise bad(f"floors[{i}].{k}", f[k], f"is not a scheduler of run {f['spec']}; one of "
+                          + ", ".join(by_name[f["spec"]]["schedulers"]))
+        if f["metric"] not in METRICS:
+            raise bad(f"floors[{i}].metric", f["metric"], "is not a metric; one of " + ", ".join(METRICS))
+        if not isinstance(f["min"], (int, float)) or isinstance(f["min"], bool):
+            raise bad(f"floors[{i}].min", f["min"], "is not a number")
+    return {"name": name, "runs": runs, "floors": floors}
 
 
 def run_dir(out, name, scheduler, r):
     return Path(out) / name / f"{scheduler.replace('+', '-').replace(':', '-')}-r{r}"
 
 
-def execute(st, out, run, log, quiet=False):
-    """Run every (spec, scheduler, repeat) not already complete under ``out``; ``run`` is
-    harness.runner.run (passed in so that the set logic is testable without root)."""
+def run_spec(r, scheduler, k):
+    """The spec of run entry ``r`` under ``scheduler``, repeat ``k`` (seed + k, the entry's ``set``
+    overrides and background load)."""
+    spec = spec_mod.load(r["spec_path"], scheduler=scheduler, seed=r["seed"] + k, overrides=r.get("set"))
+    if r.get("background") is not None:
+        spec.background = float(r["background"])
+    return spec
+
+
+def reuse(d, spec, backend, keep_stale):
+    """(keep, note) for run directory ``d`` about to hold ``spec``: keep a complete directory that
+    stands for the spec (harness.provenance), or any complete one with ``keep_stale``; otherwise a
+    stale one is set aside as ``<d>.stale-N`` (lowest free N) to run again. ``note``: what to tell
+    the user about a stale directory, else None."""
+    if not (d / "summary.json").exists():
+        return False, None
+    why = provenance.stale(d, spec, backend)
+    if why is None:
+        return True, None
+    if keep_stale:
+        return True, f"{d}: kept with --keep-stale although {why}"
+    n = 1
+    while d.with_name(f"{d.name}.stale-{n}").exists():
+        n += 1
+    d.rename(d.with_name(f"{d.name}.stale-{n}"))
+    return False, f"{d}: {why}: set aside as {d.name}.stale-{n}, running it again"
+
+
+def execute(st, out, run, log, quiet=False, keep_stale=False):
+    """Run every (spec, scheduler, repeat) not already complete under ``out`` (a complete run whose
+    spec or code changed is run again unless ``keep_stale``); ``run`` is harness.runner.run or
+    ``simulated_run`` (passed in so that the set logic is testable without root). One line per run
+    with the set's remaining time; with ``quiet``, only what is not routine (a stale run)."""
+    backend = "simulated" if run is simulated_run else "emulated"
+    say = (lambda m: None) if quiet else log
     todo = [(r, s, k) for r in st["runs"] for k in range(r["repeats"]) for s in r["schedulers"]]
     where = SetProgress(len(todo))
     for n, (r, s, k) in enumerate(todo, 1):
         d = run_dir(out, r["name"], s, k)
-        if (d / "summary.json").exists():
-            log(f"[{n}/{len(todo)}] {d}: done earlier, kept")
+        spec = run_spec(r, s, k)
+        keep, note = reuse(d, spec, backend, keep_stale)
+        if note:
+            log(f"[{n}/{len(todo)}] {note}")
+        if keep:
+            if not note:
+                say(f"[{n}/{len(todo)}] {d}: done earlier, kept")
             continue
-        log(f"[{n}/{len(todo)}] {r['name']} with {s}, repeat {k} (seed {r['seed'] + k}) -> {d} ({where.label(n)})")
-        spec = spec_mod.load(r["spec_path"], scheduler=s, seed=r["seed"] + k, overrides=r.get("set"))
-        if r.get("background") is not None:
-            spec.background = float(r["background"])
+        say(f"[{n}/{len(todo)}] {r['name']} with {s}, repeat {k} (seed {r['seed'] + k}) -> {d} ({where.label(n)})")
         d.parent.mkdir(parents=True, exist_ok=True)
         where.begin()
         run(spec, d, quiet=quiet, log=log)
@@ -200,8 +293,10 @@ def tuning_choices(tunings):
 
 
 def mean_ci(vals):
-    """(mean, [lo, hi]) of the numbers in ``vals`` with Student's t 95 % interval; the interval is
-    None with fewer than two values."""
+    """(mean, [lo, hi]) of the numbers in ``vals`` with Student's t 95 % interval, cut at 0 below:
+    every quantity in these tables (times, counts, ratios) is non-negative, and cutting an interval
+    to where the mean can lie keeps its coverage. The interval is None with fewer than two values;
+    it is [mean, mean] when every value is equal (a deterministic run: ``fmt`` says so)."""
     from scipy.special import stdtrit      # Student's t quantile; scipy.stats takes longer to import
     vals = np.array([v for v in vals if v is not None and np.isfinite(v)], dtype=float)
     if not len(vals):
@@ -210,28 +305,35 @@ def mean_ci(vals):
     if len(vals) < 2:
         return round(m, 4), None
     half = float(stdtrit(len(vals) - 1, 0.975) * vals.std(ddof=1) / np.sqrt(len(vals)))
-    return round(m, 4), [round(m - half, 4), round(m + half, 4)]
+    return round(m, 4), [round(max(m - half, 0.0), 4), round(m + half, 4)]
 
 
 def ratio_row(base_runs, other_runs, base_row, other_row):
     """{metric: mean of per-repeat ratios base/other, metric + "_ci": its interval}; the ratio of
-    means (no interval) when no repeat is kept on both sides. A pair whose second value is 0 (a
-    CASSINI run without a single ECN mark) has no finite ratio: it is left out of the mean and
-    counted in ``metric + "_unbounded"``, which the table prints."""
+    means (no interval) when no repeat is kept on both sides. A pair whose second value is 0 and
+    first is not (a CASSINI run without a single ECN mark) has no finite ratio: it is left out of
+    the mean and counted in ``metric + "_unbounded"``, which the table prints; when every pair (or,
+    with none, the means) is so, the ratio is None: above any floor (``check_floors``)."""
     paired = sorted(set(base_runs) & set(other_runs))
     row = {}
     for m in METRICS:
-        rs = [ratio(base_runs[k]["totals"].get(m), other_runs[k]["totals"].get(m), digits=None) for k in paired]
-        rs = [x for x in rs if x is not None]
-        unbounded = sum(1 for x in rs if not np.isfinite(x))
+        pairs = [(base_runs[k]["totals"].get(m), other_runs[k]["totals"].get(m)) for k in paired]
+        pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+        unbounded = sum(1 for a, b in pairs if b == 0 and a > 0)
+        rs = [ratio(a, b, digits=None) for a, b in pairs if not (b == 0 and a > 0)]
         if unbounded:
             row[m + "_unbounded"] = unbounded
-        rs = [x for x in rs if np.isfinite(x)]
         if rs:
             row[m], row[m + "_ci"] = mean_ci(rs)
             row[m] = round(row[m], 3)
+        elif unbounded:
+            row[m], row[m + "_ci"] = None, None
         else:
-            row[m], row[m + "_ci"] = ratio(base_row.get(m), other_row.get(m)), None
+            a, b = base_row.get(m), other_row.get(m)
+            if a is not None and b == 0 and a > 0:
+                row[m], row[m + "_ci"], row[m + "_unbounded"] = None, None, 1
+            else:
+                row[m], row[m + "_ci"] = ratio(a, b), None
     row["pairs"] = len(paired)
     return row
 
@@ -261,36 +363,46 @@ def per_job(out, name, scheduler, reps, sums):
 
 
 def ratio(a, b, digits=3):
-    if a is None or b is None:
+    """a / b; None when either is missing or b is 0 and a is not (unbounded: the callers count it);
+    1.0 for 0 / 0."""
+    if a is None or b is None or (b == 0 and a != 0):
         return None
     if b == 0:
-        return float("inf") if a > 0 else 1.0
+        return 1.0
     return a / b if digits is None else round(a / b, digits)
 
 
 def check_floors(st, table):
-    """[(floor, measured ratio, ok)]"""
+    """[(floor, measured ratio or "unbounded", ok)]: an unbounded ratio (the other side's value is 0
+    in every pair, the base's is not) is above any floor."""
     out = []
     for f in st["floors"]:
         key = f"{f['base']} vs {f['other']}"
-        got = table.get(f["spec"], {}).get("ratios", {}).get(key, {}).get(f["metric"])
-        out.append((f, got, got is not None and got >= f["min"]))
+        row = table.get(f["spec"], {}).get("ratios", {}).get(key, {})
+        got = row.get(f["metric"])
+        if got is None and row.get(f["metric"] + "_unbounded"):
+            out.append((f, "unbounded", True))
+        else:
+            out.append((f, got, got is not None and got >= f["min"]))
     return out
 
 
 def fmt(row, m, unit="", digits=None):
-    """``mean [lo, hi] unit`` (the 95 % interval when there is one); ``-`` when there is no value."""
-    v = row.get(m)
+    """``mean [lo, hi] unit`` (the 95 % interval when there is one; "every repeat equal" for a
+    zero-width one); for a ratio, the pairs left out as unbounded; ``-`` when there is nothing."""
+    v, n_unb = row.get(m), row.get(m + "_unbounded")
+    if v is None and n_unb:
+        return f"unbounded (the second is 0 in {n_unb} pair(s))" if row.get("pairs") else "unbounded (the second's mean is 0)"
     if v is None:
         return "-"
+
     def num(x):
-        if x == float("inf"):
-            return "inf"
         return f"{x:.{digits}f}" if digits is not None else f"{x:g}"
     ci = row.get(m + "_ci")
-    n_inf = row.get(m + "_unbounded")
-    more = f" (+{n_inf} pair(s) with 0 in the second: unbounded, left out)" if n_inf else ""
-    return num(v) + (f" [{num(ci[0])}, {num(ci[1])}]" if ci else "") + (unit if v != float("inf") else "") + more
+    more = f" (+{n_unb} pair(s) with 0 in the second: unbounded, left out)" if n_unb else ""
+    if ci and ci[0] == ci[1] == v:
+        return num(v) + unit + " (every repeat equal)" + more
+    return num(v) + (f" [{num(ci[0])}, {num(ci[1])}]" if ci else "") + unit + more
 
 
 def markdown(st, table, floors=None, absent=None):
@@ -359,18 +471,61 @@ def markdown(st, table, floors=None, absent=None):
     return "\n".join(lines) + "\n"
 
 
+PER_JOB_SECTIONS = ("## Per job", "## EchelonFlow completion time")
+
+
+def headline(md, out):
+    """``md`` (the set's table.md) without its per-job sections, which can run to thousands of rows:
+    what ``reproduce`` prints; the whole is in ``out``/table.md and jobs.csv."""
+    keep, dropped = [], False
+    for section in md.split("\n## "):
+        head = section if section.startswith("# ") else "## " + section
+        if head.startswith(PER_JOB_SECTIONS):
+            dropped = True
+        else:
+            keep.append(head)
+    text = "\n".join(keep).rstrip("\n") + "\n"
+    return text + (f"\nPer-job tables: {Path(out) / 'table.md'} and {Path(out) / 'jobs.csv'}\n" if dropped else "")
+
+
+def _flat(row, metrics, **head):
+    """One CSV row: ``head``, then each metric with its interval as ``<metric>_lo`` / ``_hi``."""
+    out = dict(head)
+    for m in metrics:
+        ci = row.get(m + "_ci") or [None, None]
+        out[m], out[m + "_lo"], out[m + "_hi"] = row.get(m), ci[0], ci[1]
+        if m + "_unbounded" in row:
+            out[m + "_unbounded"] = row[m + "_unbounded"]
+    return out
+
+
+def write_csvs(table, out):
+    """The set's tables as flat CSVs beside table.json, one ``pandas.read_csv`` each: ``table.csv``
+    (spec, scheduler, runs kept / excluded, each metric's mean and interval), ``ratios.csv`` (spec,
+    base, other, pairs, each ratio and interval, pairs left out as unbounded) and ``jobs.csv``
+    (spec, scheduler, job, model, the per-job means and intervals)."""
+    import pandas as pd
+    rows, ratios, jobs = [], [], []
+    for name, e in table.items():
+        for s, row in e["schedulers"].items():
+            rows.append(_flat(row, METRICS + COUNTS, spec=name, scheduler=s, runs=row["runs"], excluded=row["excluded"]))
+            for job, j in row.get("jobs", {}).items():
+                jobs.append(_flat(j, ("iteration_ms", "comm_ms", "ect_ms"), spec=name, scheduler=s, job=job, model=j["model"]))
+        for comp, rt in e["ratios"].items():
+            base, other = comp.split(" vs ")
+            ratios.append(_flat(rt, METRICS, spec=name, base=base, other=other, pairs=rt["pairs"]))
+    empty = {"table.csv": _flat({}, METRICS + COUNTS, spec=None, scheduler=None, runs=None, excluded=None),
+             "ratios.csv": _flat({}, METRICS, spec=None, base=None, other=None, pairs=None),
+             "jobs.csv": _flat({}, ("iteration_ms", "comm_ms", "ect_ms"), spec=None, scheduler=None, job=None, model=None)}
+    for rows_, name in ((rows, "table.csv"), (ratios, "ratios.csv"), (jobs, "jobs.csv")):
+        frame = pd.DataFrame(rows_) if rows_ else pd.DataFrame(columns=list(empty[name]))   # a header at least
+        frame.to_csv(Path(out) / name, index=False)
+
+
 def simulated_run(spec, d, quiet=False, log=None):
-    """``execute``'s ``run`` for ``--simulate``: the spec in harness.sim, summary.json in ``d``."""
-    from harness.simulate import simulate_spec
-    d = Path(d)
-    work = d.with_name(d.name + ".partial")
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "spec.yaml").write_text(yaml.safe_dump(spec.raw, sort_keys=False))
-    summary = simulate_spec(spec)
-    summary["background_load"] = spec.background
-    (work / "summary.json").write_text(json.dumps(summary, indent=2))
-    work.rename(d)
-    return summary
+    """``execute``'s ``run`` for ``--simulate``: the spec in harness.sim, its directory in ``d``."""
+    from harness.simulate import simulate_spec, write_run
+    return write_run(spec, d, simulate_spec(spec))
 
 
 def markers(st, kind="reproduce"):
@@ -507,6 +662,7 @@ def write(st, out, check=False, plots=True):
     absent = missing(st, out)
     md = markdown(st, table, floors, absent)
     (out / "table.md").write_text(md)
+    write_csvs(table, out)
     (out / "table.json").write_text(json.dumps({"set": st["name"], "table": table, "missing": absent,
                                                 "floors": [{**f, "measured": g, "ok": ok} for f, g, ok in floors or []]},
                                                indent=2, default=str))

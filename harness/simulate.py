@@ -2,22 +2,57 @@
 first (netsens's ``timers: auto``), or, for pipeline and tensor-parallel jobs, the flow model of
 their steps. Sits above both the planner and the simulator; nothing below imports it.
 """
+import json
+import shutil
 import time
+from pathlib import Path
 
-from harness import metrics
+import pandas as pd
+import yaml
+
+from harness import metrics, provenance
 from harness.schedulers.plan import resolve_timers, schedule
 from harness.sim.engine import Simulator
 from harness.spec import SpecError
 
 
-def simulate_spec(spec, **kw):
-    """summary.json (simulator schema) of ``spec``; keyword arguments go to harness.sim.Simulator."""
+def simulate_spec(spec, progress=None, **kw):
+    """summary.json (simulator schema) of ``spec``; ``progress(finished jobs)`` at every event;
+    keyword arguments go to harness.sim.Simulator."""
     if spec.has_programs:
         return simulate_programs(spec)
     spec, tuning = resolve_timers(spec)
-    summary = Simulator(spec, **kw).run()
+    summary = Simulator(spec, **kw).run(progress)
     if tuning:
         summary.setdefault("params", {})["tuning"] = tuning
+    return summary
+
+
+def write_run(spec, d, summary, replace=False):
+    """A simulated run's results directory ``d``: spec.yaml, summary.json (with the background load
+    and the versions), jobs.csv (harness.metrics.job_rows) and provenance.json, written under
+    ``<d>.partial`` first. A new ``d`` is that directory renamed; into an existing one the files are moved (the caller has checked that
+    it holds this spec's simulated results: harness.provenance.stale), or with ``replace`` it is
+    removed first (nothing of other results is left beside the new ones)."""
+    d = Path(d)
+    work = d.with_name(d.name + ".partial")
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    summary["background_load"] = spec.background
+    summary["versions"] = provenance.versions_light()
+    (work / "spec.yaml").write_text(yaml.safe_dump(spec.raw, sort_keys=False))
+    (work / "summary.json").write_text(json.dumps(summary, indent=2))
+    pd.DataFrame(metrics.job_rows(summary)).to_csv(work / "jobs.csv", index=False)
+    provenance.write(work, spec, "simulated")
+    if d.exists() and replace:
+        shutil.rmtree(d)
+    if d.exists():
+        for f in work.iterdir():
+            f.replace(d / f.name)
+        work.rmdir()
+    else:
+        work.rename(d)
     return summary
 
 
@@ -28,7 +63,7 @@ def simulate_programs(spec):
     profile_jobs = [j for j in spec.jobs if not j.is_program]
     if profile_jobs:
         raise SpecError(spec.source, f"jobs[{spec.jobs.index(profile_jobs[0])}]", profile_jobs[0].name,
-                        "a program job in the flow model: program jobs and profile jobs together run in "
+                        "only program jobs in the flow model: program jobs and profile jobs together run in "
                         "the emulator only (the flow model has no profile jobs)")
     t0 = time.perf_counter()
     plan = schedule(spec)

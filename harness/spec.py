@@ -14,7 +14,7 @@ from harness.errors import UsageError, require_number
 from harness.linkmodel import LinkError, LinkParams
 from topologies import TopologyError, by_name
 from workloads import traces
-from workloads.profiles import ProfileError, at_batch, at_workers, builtins, from_dict
+from workloads.profiles import ProfileError, at_batch, at_reference, at_workers, builtins, from_dict
 
 TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "trace", "scheduler",
             "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation", "netsens", "background",
@@ -186,10 +186,11 @@ def read_text(path, what="a text file"):
     return text
 
 
-def load(path, scheduler=None, seed=None, overrides=None):
+def load(path, scheduler=None, seed=None, overrides=None, scheduler_from="--scheduler"):
     """Load and validate a spec file; ``scheduler`` and ``seed`` override the file's (and are validated too).
     ``scheduler`` may name a flow scheduler too: ``fixed:echelon`` sets ``flow_scheduler: echelon``.
-    ``overrides``: top-level keys replacing the file's (an experiment set's ``set``), validated alike."""
+    ``overrides``: top-level keys replacing the file's (an experiment set's ``set``), validated alike.
+    ``scheduler_from``: where the override came from, in an error (a set file's key)."""
     where = str(path)
     raw = read_yaml(path)
     if overrides and isinstance(raw, dict):
@@ -203,7 +204,7 @@ def load(path, scheduler=None, seed=None, overrides=None):
             if flow and flow not in FLOW_SCHEDULERS:
                 raise SpecError("", "flow_scheduler", flow, " | ".join(FLOW_SCHEDULERS))
         except SpecError as exc:
-            raise UsageError(f"--scheduler {limits.short(scheduler)}{exc}")
+            raise UsageError(f"{scheduler_from} {limits.short(scheduler)}{exc}")
     if scheduler is not None and isinstance(raw, dict):
         raw = {**raw, "scheduler": base, **({"flow_scheduler": flow} if flow else {})}
     if seed is not None and isinstance(raw, dict):
@@ -230,6 +231,9 @@ def from_mapping(raw, where="spec", base_dir="."):
     ref = _float(where, "reference_gbps", raw.get("reference_gbps", 50), strict=True)
     link, topo = _fabric(where, raw, ref)
     profiles, inlined = _profiles(where, raw, base_dir)
+    # one reference for every consumer (simulator, planner, emulator): each profile's demands as shares
+    # of the spec's line rate
+    profiles = {n: at_reference(p, ref) for n, p in profiles.items()}
     seed = _int(where, "seed", raw.get("seed", 1), minimum=0)
     dilation = _float(where, "time_dilation", raw.get("time_dilation", 1.0), minimum=1.0)
     scheduler = parse_scheduler(where, raw.get("scheduler", registry.DEFAULT_SCHEDULER))
@@ -631,6 +635,11 @@ def _jobs(where, jobs_raw, profiles, topo, scheduler, ring_workers=False):
         shift = j.get("time_shift_ms")
         if shift is not None:
             shift = _float(where, f"{key}.time_shift_ms", shift)
+            if not registry.resolve(scheduler)[0].cls.keeps_spec_shifts:
+                keeps = [n for n in registry.scheduler_names() if registry.lookup(n).cls.keeps_spec_shifts]
+                raise SpecError(where, f"{key}.time_shift_ms", shift,
+                                f"no effect under scheduler {scheduler}: only {', '.join(keeps)} keeps the spec's "
+                                "shifts; the others choose their own")
             it = profiles[model].iteration_ms
             if shift >= it and not blocks:
                 raise SpecError(where, f"{key}.time_shift_ms", shift, f"in [0, {it:g}) ms, the iteration of {model}")

@@ -57,17 +57,22 @@ def cores():
     return len(os.sched_getaffinity(0))
 
 
-def tasks(st, out, run_dir):
+def tasks(st, out, run_dir, emulated=False, keep_stale=False, log=lambda m: None):
     """The set's runs not complete under ``out``, in the serial order: [{rel, label, raw, where,
-    background, seed}]; each spec validated here, before anything is sent."""
+    background, seed}]; each spec validated here, before anything is sent. A complete run whose spec
+    or code changed is set aside and listed again (harness.sets.reuse) unless ``keep_stale``."""
+    from harness.sets import reuse, run_spec
     todo = []
     for r in st["runs"]:
         for k in range(r["repeats"]):
             for s in r["schedulers"]:
                 d = run_dir(out, r["name"], s, k)
-                if (d / "summary.json").exists():
+                spec = run_spec(r, s, k)
+                keep, note = reuse(d, spec, "emulated" if emulated else "simulated", keep_stale)
+                if note:
+                    log(note)
+                if keep:
                     continue
-                spec = spec_mod.load(r["spec_path"], scheduler=s, seed=r["seed"] + k, overrides=r.get("set"))
                 todo.append({"rel": str(d.relative_to(out)), "label": f"{r['name']} with {s}, repeat {k}",
                              "group": r["name"], "scheduler": s,
                              "raw": spec.raw, "where": str(r["spec_path"]), "background": r.get("background"),
@@ -253,13 +258,15 @@ class Queue:
         return len(self.todo)
 
 
-def execute(st, out, run_dir, run, log, workers=None, cluster=None, emulated=False, remote_scratch=REMOTE_SCRATCH):
+def execute(st, out, run_dir, run, log, workers=None, cluster=None, emulated=False, remote_scratch=REMOTE_SCRATCH,
+            keep_stale=False, quiet=False):
     """Run the set's incomplete runs on Dask; returns [(label, reason)] of the runs that did not
-    complete (the table lists them too)."""
+    complete (the table lists them too). ``quiet``: no line per finished run nor status lines."""
+    say = (lambda m: None) if quiet else log
     from distributed import KilledWorker, wait
     from distributed.client import FIRST_COMPLETED
     out = Path(out).resolve()
-    todo = tasks(st, out, run_dir)
+    todo = tasks(st, out, run_dir, emulated, keep_stale, log)
     if not todo:
         log(f"set {st['name']}: every run done earlier, kept")
         return []
@@ -296,7 +303,7 @@ def execute(st, out, run_dir, run, log, workers=None, cluster=None, emulated=Fal
                         queue.record(task, res["wall_s"])
                         aside = f"; an earlier attempt's partial directory kept as {res['set_aside']}" \
                             if res["set_aside"] else ""
-                        log(f"[{done}/{len(todo)}] {task['label']} (seed {task['seed']}) -> {d}: "
+                        say(f"[{done}/{len(todo)}] {task['label']} (seed {task['seed']}) -> {d}: "
                             f"{res['wall_s']:.1f} s on {res['host']} {res['worker']}{aside}")
                         continue
                     exc = f.exception()
@@ -310,7 +317,7 @@ def execute(st, out, run_dir, run, log, workers=None, cluster=None, emulated=Fal
                 status = _status(c, running, queue, done, len(todo))
                 now = time.monotonic()
                 if (queue or running) and (status != last_status or now - last_print >= STATUS_EVERY_S):
-                    log(f"  {status}; {hms(now - t0)} elapsed")
+                    say(f"  {status}; {hms(now - t0)} elapsed")
                     last_status, last_print = status, now
         finally:
             if running:

@@ -118,23 +118,34 @@ def wait_ce_quiet(path, quiet_s=FLOW_STATS_SETTLE_S, timeout_s=8.0):
     return time.monotonic() - t0
 
 
-def wait_ce_caught_up(fab, path, timeout_s=15.0):
+def wait_ce_caught_up(fab, path, timeout_s=15.0, stats=None):
     """Wait until the controller's latest CE sample of every switch (in ``path``) equals what the
     switch itself reports (``Fabric.switch_ce_counters``). Measured (leafspine, 2026-12-01): after
     the counters had been quiet for 1.2-3 s, the controller's last samples of the busiest switches
     still lacked up to 67 of 283 CE packets that the switches' own entries had counted; a quiet
     period cannot tell a lagging sampler from a finished count, equality with the switch can.
-    Returns the seconds it took, or None if not caught up within ``timeout_s``."""
+    Returns the seconds it took, or None if not caught up within ``timeout_s``. ``stats``, a dict,
+    receives how many comparisons were made, the longest read of the switches' counters, and the
+    switches that still differed at the last one (what a failure needs to be understood)."""
     t0 = time.monotonic()
-    while time.monotonic() < t0 + timeout_s:
-        truth, latest = fab.switch_ce_counters(), {}
-        for r in read_jsonl(path):
-            if r["kind"] == "ce":
-                latest[r["dpid"]] = r["ce"]
-        if all(latest.get(d) == c for d, c in truth.items()):
-            return round(time.monotonic() - t0, 2)
-        time.sleep(0.2)
-    return None
+    comparisons, read_max, differ = 0, 0.0, []
+    try:
+        while time.monotonic() < t0 + timeout_s:
+            t_read = time.monotonic()
+            truth, latest = fab.switch_ce_counters(), {}
+            read_max = max(read_max, time.monotonic() - t_read)
+            for r in read_jsonl(path):
+                if r["kind"] == "ce":
+                    latest[r["dpid"]] = r["ce"]
+            comparisons += 1
+            differ = sorted(d for d, c in truth.items() if latest.get(d) != c)
+            if not differ:
+                return round(time.monotonic() - t0, 2)
+            time.sleep(0.2)
+        return None
+    finally:
+        if stats is not None:
+            stats.update(comparisons=comparisons, switch_read_s_max=round(read_max, 2), switches_differing=differ)
 
 
 def read_jsonl(path):

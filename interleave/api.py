@@ -31,15 +31,23 @@ def schedule(spec, scheduler=None):
     return plan(load_spec(spec, scheduler))
 
 
-def simulate(spec, scheduler=None, background=None):
-    """The spec in the flow-level simulator (no root): a Result."""
-    from harness.simulate import simulate_spec
+def simulate(spec, scheduler=None, background=None, out=None, force=False):
+    """The spec in the flow-level simulator (no root): a Result. With ``out``, also its results
+    directory (as ``interleave simulate --out``: refused if it holds the emulator's or another spec's
+    results, unless ``force``)."""
+    from harness import provenance
+    from harness.simulate import simulate_spec, write_run
     s = load_spec(spec, scheduler)
     if background is not None:
         if not 0 <= background < 1:
             raise UsageError(f"background: {background} is not a fraction in [0, 1)")
         s.background = background
-    return Result(simulate_spec(s))
+    provenance.refuse_other(out, s, "simulated", force, name="out", hint="force=True")
+    summary = simulate_spec(s)
+    if out is None:
+        return Result(summary)
+    write_run(s, out, summary, replace=force)
+    return Result(summary, Path(out))
 
 
 def run(spec, out, scheduler=None, quiet=True, log=lambda msg: None):
@@ -76,8 +84,9 @@ class Result:
 
     @property
     def jobs(self):
-        rows = [{"job": name, **{k: v for k, v in rec.items() if not isinstance(v, (dict, list))}}
-                for name, rec in self.summary.get("jobs", {}).items()]
+        """One row per job (the rows of jobs.csv: harness.metrics.job_rows), indexed by name."""
+        from harness.metrics import job_rows
+        rows = job_rows(self.summary) if self.summary.get("jobs") else []
         return pd.DataFrame(rows).set_index("job") if rows else pd.DataFrame()
 
     def _csv(self, name):

@@ -86,6 +86,15 @@ def vswitchd_group():
         return pid, None
 
 
+def cli_main(capsys, *args):
+    """``interleave ARGS`` in this process (no interpreter start-up: the unit tier's CLI tests), as a
+    CompletedProcess with the exit status and what it printed."""
+    from harness import cli
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["interleave", *map(str, args)], code, out, err)
+
+
 def interleave(*args, timeout=CLI_TIMEOUT_S):
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=timeout, env=dict(os.environ, PYTHONWARNINGS="ignore"))

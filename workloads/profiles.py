@@ -146,6 +146,20 @@ def at_workers(profile, n):
                    provenance=prov)
 
 
+def at_reference(profile, reference_gbps):
+    """The profile with its demands expressed at another reference line rate, each phase keeping its
+    share of the line (gbps x reference_gbps / profile.reference_gbps): what the emulator does when it
+    scales bytes to the fabric (``scaled_mbps``), so that the simulator, which runs demands on links
+    of the spec's ``reference_gbps``, agrees with it. The same profile when the rates are equal."""
+    if reference_gbps == profile.reference_gbps:
+        return profile
+    f = reference_gbps / profile.reference_gbps
+    phases = tuple(Phase(p.start_ms, p.duration_ms, p.gbps * f, p.pattern) for p in profile.phases)
+    prov = {**profile.provenance, "reference_gbps": f"{reference_gbps:g}: the spec's; the profile's demands were "
+            f"given at {profile.reference_gbps:g} Gbit/s and keep their share of the line"}
+    return replace(profile, phases=phases, reference_gbps=reference_gbps, provenance=prov)
+
+
 def stretched(profile, period_ms):
     """The profile run on a longer beat: the same phases, its iteration padded to ``period_ms``
     (CASSINI's common period: the faster job of a group waits for the group's slot)."""

@@ -34,7 +34,7 @@ def resolve_timers(spec):
     return dataclasses.replace(spec, netsens={**spec.netsens, "timers": tuning["chosen"]}), tuning
 
 
-def plan_from_simulation(spec, routes):
+def plan_from_simulation(spec, routes, progress=None):
     """The plan of a policy that decides in time (netsens's delay timers, consolidate, tiresias): run the
     trace in the simulator and take its placements and start times. The emulator then starts each
     job at that time or when its hosts are free. A preempted job has ``segments``: the emulator runs
@@ -42,7 +42,7 @@ def plan_from_simulation(spec, routes):
     new hosts once they are free and ``restart_s`` has passed, numbering iterations on."""
     spec, tuning = resolve_timers(spec)
     sim = Simulator(spec, routes=routes)
-    summary = sim.run()
+    summary = sim.run(progress)
     jobs_out = []
     for j in spec.jobs:
         js = summary["jobs"][j.name]
@@ -73,27 +73,29 @@ def plan_from_simulation(spec, routes):
     }
 
 
-def schedule(spec, routes=None):
+def schedule(spec, routes=None, progress=None):
     """The plan (schedule.json): every job's placement, start and timing (``time_shift_ms``,
-    ``alignment``, ``group``: the owner of each job's timing is this document)."""
+    ``alignment``, ``group``: the owner of each job's timing is this document). ``progress(placed
+    or finished jobs)`` is told as the plan goes (harness.progress)."""
     if (cls := reallocating(spec)) is not None:
         raise ScheduleError(f"{cls.key}: reallocations move running jobs, which the emulator's plan cannot "
                             "carry yet; simulate it (interleave simulate, or reproduce --simulate)")
     routes = routes or compute_routes(spec.topology)
     if issubclass(spec.policy_class, EventPolicy):
-        out = plan_from_simulation(spec, routes)
+        out = plan_from_simulation(spec, routes, progress)
     elif spec.has_programs:     # pipeline / tensor jobs: pinned hosts, step grid, the flow scheduler's decision
         out = schedule_programs(spec, routes)
     else:
-        out = schedule_epochs(spec, routes)
+        out = schedule_epochs(spec, routes, progress)
     timing = job_timing(out, spec.policy_class.keeps_spec_shifts, spec.uses_cassini, spec.cassini["align_min_score"])
     for j in out["jobs"]:
         j.update(timing[j["name"]])
     return out
 
 
-def schedule_epochs(spec, routes):
-    """Base policies and CASSINI: epochs at arrivals and at finishes that free hosts."""
+def schedule_epochs(spec, routes, progress=None):
+    """Base policies and CASSINI: epochs at arrivals and at finishes that free hosts; ``progress(placed
+    jobs)`` after each epoch."""
     topo = spec.topology
     policy = EpochPolicy(spec, routes)
     profiles_of = policy.profiles_of
@@ -131,6 +133,8 @@ def schedule_epochs(spec, routes):
         for n in epoch.get("reshifted", {}):
             jobs_out[n].setdefault("reshifts", []).append({"t_s": round(t, 3), "time_shift_ms": round(shifts[n], 3)})
         epochs.append(epoch)
+        if progress is not None:
+            progress(len(jobs_out))
     first = epochs[0]
     return {
         "scheduler": spec.scheduler, "spec": spec.name, "seed": spec.seed,

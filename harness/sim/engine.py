@@ -101,6 +101,7 @@ class Simulator:
         self._cap_arr, self._warm = np.array(list(self.capacity.values()), dtype=float), {}
         self.fluid_runs = self.meanfield_runs = 0
         self.alignment = {}            # job -> its alignment when placed (workloads.timing), as the plan has it
+        self.shifts = {}               # job -> its time-shift (ms) at the last event while it ran
         self.align_min = spec.cassini.get("align_min_score", 0.9)
         # iterations are work at the requested count (reallocation); else a job runs its iterations
         # on whatever count it is given (pollux's counts: the earlier model, kept)
@@ -176,7 +177,7 @@ class Simulator:
                 r.comm_ms = self.spec.profiles[r.job.model].comm_span_ms
                 r.marks_per_it, r.re_per_it, r.samples = 0.0, 0.0, None
                 continue
-            key = tuple(sorted((n, tuple(running[n].hosts), round(self._shift(n), 3), gid[n], mode[n], period[n])
+            key = tuple(sorted((n, tuple(running[n].hosts), round(self.policy.shift(n), 3), gid[n], mode[n], period[n])
                                for n in members))
             if len(members) >= MEANFIELD_MIN_JOBS and all(mode[n] == "free" for n in members):
                 self._meanfield(key, members, running)
@@ -214,11 +215,10 @@ class Simulator:
             r.it_ms, r.marks_per_it, r.re_per_it, r.comm_ms = it[n], marks[n], 0.0, comm[n]
             r.samples = np.array([r.it_ms])
 
-    def _shift(self, name):
-        return self.policy.shift(name)
-
     # ---- the event loop -----------------------------------------------------------------------
-    def run(self):
+    def run(self, progress=None):
+        """summary.json of the spec's jobs; ``progress(finished)`` is told how many jobs have finished
+        at every event (harness.progress)."""
         wall0 = time.perf_counter()
         spec = self.spec
         pending = sorted(spec.jobs, key=lambda j: (j.arrival_s, spec.jobs.index(j)))
@@ -270,6 +270,10 @@ class Simulator:
                 epochs.append(d.epoch)
                 epoch_links = d.epoch.get("links", [])
             self.recompute(running, epoch_links)
+            for n in running:            # the shift in effect while it ran (the policy forgets a finished job's)
+                self.shifts[n] = self.policy.shift(n)
+            if progress is not None:
+                progress(len(finished))
         wall = time.perf_counter() - wall0
         self.epochs = epochs
         return self._summary(acc, finished, queue_s, segments, epochs, wall)
@@ -312,7 +316,7 @@ class Simulator:
                 comm_ms_profile=prof.comm_span_ms, jct_s=finished[j.name] - j.arrival_s,
                 queue_s=queue_s.get(j.name, 0.0), ecn_marks=a.marks,
                 ecn_marks_source="estimated (fluid queue model, harness.sim)",
-                ecn_marks_per_iteration=a.marks / max(1.0, a.iterations), time_shift_ms=self._shift(j.name),
+                ecn_marks_per_iteration=a.marks / max(1.0, a.iterations), time_shift_ms=self.shifts.get(j.name, 0.0),
                 alignment=self.alignment.get(j.name), realignments=a.realign,
                 preemptions=len(segments[j.name]) - 1, segments=segments[j.name])
         vals, wts = (np.concatenate(all_it), np.concatenate(all_w)) if all_it else (np.array([]), np.array([]))

@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 
@@ -13,11 +14,12 @@ def run(*args):
                           cwd=ROOT, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONWARNINGS": "ignore"})
 
 
-def test_help_lists_commands():
-    p = run("--help")
+@pytest.mark.parametrize("args", [["--help"], []])
+def test_help_and_no_arguments_list_the_commands(args):
+    p = run(*args)
     assert p.returncode == 0
-    for c in ("doctor", "netcheck", "clean"):
-        assert c in p.stdout
+    for c in ("doctor", "netcheck", "schedule", "simulate", "run", "report", "reproduce", "clean"):
+        assert re.search(rf"\n    {c}\b", p.stdout), (c, p.stdout)
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -42,3 +42,13 @@ def test_set_progress_estimates_from_the_runs_it_ran():
     sp.end()
     assert sp.label(2) == "run 2/4, about 6 min 00 s left for the set"
     assert hms(5) == "5 s" and hms(3725) == "1 h 02 min"
+
+
+def test_quick_work_stays_silent_and_long_work_shows_its_progress():
+    out, clock = io.StringIO(), Clock()
+    p = Progress(1000, "jobs", desc="simulate trace", stream=out, every_s=10, clock=clock, delay_s=5)
+    for k in range(0, 1000, 100):      # one update a second: silent for the first 5 s
+        p.update(k)
+        clock.t += 1.0
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("  simulate trace: 500/1000 jobs (50%), 5 s elapsed, about 5 s left")

@@ -75,7 +75,7 @@ def test_report_ratios_tables_and_plots(tmp_path):
     fake_run(tmp_path / "base", "themis", 300.0, 50)
     fake_run(tmp_path / "cas", "themis+cassini", 250.0, 5)
     out, md = report([tmp_path / "base", tmp_path / "cas"], tmp_path / "rep")
-    assert "| themis+cassini (cas) | 1.2x | 1.2x | 10.0x |" in md
+    assert "| themis+cassini (cas, emulated) | 1.2x | 1.2x | 10.0x |" in md
     assert {"report.md", "report.html", "iteration_cdf.png", "marks.png", "link_s1_to_s2.png"} <= \
         {f.name for f in out.iterdir()}
 

@@ -220,3 +220,16 @@ def test_cassini_memo_changes_no_decision_and_forgets_finished_jobs():
     ep.forget(gone)
     about = lambda k: {k[1]} if k[0] == "demands" else {x[0] for x in k[1]}  # noqa: E731
     assert ep.memo and not [k for k in ep.memo if gone in about(k)]
+
+
+def test_a_shift_no_scheduler_uses_is_refused_and_a_free_job_shows_no_shift():
+    with pytest.raises(UsageError) as e:
+        spec(topology={"name": "dumbbell", "hosts_per_side": 2}, scheduler="themis",
+             jobs=[{"name": "a", "model": "vgg16"}, {"name": "b", "model": "vgg16", "time_shift_ms": 120}])
+    assert "jobs[1].time_shift_ms: 120" in str(e.value) and "no effect under scheduler themis: only fixed" in str(e.value)
+    from harness.cli import render_schedule
+    out = schedule(spec(topology={"name": "dumbbell", "hosts_per_side": 2}, scheduler="themis",
+                        jobs=[{"name": "a", "model": "vgg16"}, {"name": "b", "model": "resnet50"}]))
+    assert {j["alignment"] for j in out["jobs"]} == {"free"}
+    rows = [line.split() for line in render_schedule(out).splitlines()[2:4]]
+    assert [(r[0], r[3], r[4]) for r in rows] == [("a", "free", "-"), ("b", "free", "-")]

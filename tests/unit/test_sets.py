@@ -29,6 +29,29 @@ def test_bad_set_files_name_the_key(tmp_path):
         sets.load_set(write_set(tmp_path, f"runs: [{{spec: {SPEC}, schedulers: [bogus]}}]\n"))
 
 
+@pytest.mark.parametrize("body,message", [
+    ("repeat: 3\nruns: [{{spec: {spec}, schedulers: [themis]}}]\n",
+     "key repeat: value 3 is not a set key; allowed: name, repeats, runs, floors"),
+    ("runs: [{{spec: {spec}, schedulers: [themis]}}]\nfloor: [{{spec: demo}}]\n", "key floor: value"),
+    ("runs: [{{spec: {spec}, schedulers: [themis], repeat: 2}}]\n", "key runs[0].repeat: value 2 is not a run key"),
+    ("runs: [{{spec: {spec}, schedulers: [themis, cassini]}}]\n", "key runs[0].schedulers[1]: value 'cassini'"),
+    ("runs: [{{spec: {spec}, schedulers: themis}}]\n", "key runs[0].schedulers: value 'themis' is not a list"),
+    ("runs: [{{spec: {spec}, schedulers: [themis], repeats: 0}}]\n", "key runs[0].repeats: value 0"),
+    ("runs: [{{spec: {spec}, schedulers: [themis], label: 7}}]\n", "key runs[0].label: value 7"),
+    ("runs: [{{spec: {spec}, schedulers: [themis]}}, {{spec: {spec}, schedulers: [fixed]}}]\n",
+     "'demo' names two runs"),
+    ("runs: [{{spec: {spec}, schedulers: [themis]}}]\nfloors: [{{spec: demo, base: themis, other: ideal, "
+     "metric: ecn_marks, min: 1}}]\n", "key floors[0].other: value 'ideal' is not a scheduler of run demo"),
+    ("runs: [{{spec: {spec}, schedulers: [themis, ideal]}}]\nfloors: [{{spec: demo, base: themis, other: ideal, "
+     "metric: ecn_marks, min: 1, max: 2}}]\n", "key floors[0].max: value 2 is not a floor key"),
+])
+def test_a_typo_in_a_set_file_is_one_line_naming_the_file_and_key(tmp_path, body, message):
+    path = write_set(tmp_path, body.format(spec=SPEC))
+    with pytest.raises(UsageError) as e:
+        sets.load_set(path)
+    assert str(e.value).startswith(f"{path}: ") and message in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
 def fake(spec, d, quiet=False, log=None):
     d.mkdir(parents=True)
     mean = 300.0 if spec.scheduler == "themis" else 250.0
@@ -69,7 +92,7 @@ def test_simulated_set_writes_complete_directories(tmp_path):
 def test_mean_ci_is_students_t_interval():
     m, ci = sets.mean_ci([1.0, 2.0, 3.0, None])
     # t(0.975, 2) = 4.30265; s = 1; half width = 4.30265 / sqrt(3) = 2.48414
-    assert m == 2.0 and ci == pytest.approx([-0.48414, 4.48414], abs=1e-4)
+    assert m == 2.0 and ci == pytest.approx([0.0, 4.48414], abs=1e-4)      # t's -0.484, cut at 0
     assert sets.mean_ci([5.0]) == (5.0, None) and sets.mean_ci([]) == (None, None)
 
 
@@ -161,10 +184,10 @@ def test_tables_give_the_overhead_ratio_and_what_preemptions_cost(tmp_path):
     sets.execute(st, tmp_path / "o", run, log=lambda m: None)
     md, _ = sets.write(st, tmp_path / "o", plots=False)
     ratios = next(line for line in md.splitlines() if line.startswith("| demo | themis vs themis+cassini"))
-    assert ratios.endswith("| 2.50 [2.50, 2.50]x |")
+    assert ratios.endswith("| 2.50x (every repeat equal) |")
     table = sets.aggregate(st, tmp_path / "o")
     assert "preemptions" not in table["demo"]["ratios"]["themis vs themis+cassini"]
-    assert "| demo | themis+cassini | 2.5 [-3.9, 8.9] | 2.0 [2.0, 2.0] | 180 [180, 180] GPU-s |" in md
+    assert "| demo | themis+cassini | 2.5 [0.0, 8.9] | 2.0 (every repeat equal) | 180 GPU-s (every repeat equal) |" in md
     assert "| demo | themis | 0.5" in md       # seed 2's single preemption
 
 
@@ -196,3 +219,25 @@ def test_per_job_rows_give_intervals_and_ect_only_for_program_jobs(tmp_path):
     ect = md.split("## EchelonFlow completion time")[1]
     assert "| demo | themis | a | 1505.0 [1441.5, 1568.5] ms | 201.0 [188.3, 213.7] ms |" in ect
     assert "| b |" not in ect and "600" not in ect
+
+
+def test_intervals_are_cut_at_zero_and_equal_repeats_say_so():
+    m, ci = sets.mean_ci([0, 0, 300])               # counts: a t interval would reach below 0
+    assert m == 100.0 and ci[0] == 0.0 and ci[1] > 300
+    m, ci = sets.mean_ci([5.0, 5.0, 5.0])            # a deterministic spec's repeats
+    assert (m, ci) == (5.0, [5.0, 5.0])
+    assert sets.fmt({"x": m, "x_ci": ci}, "x", " ms", 1) == "5.0 ms (every repeat equal)"
+
+
+def test_a_ratio_with_zero_marks_on_every_pair_is_unbounded_not_inf_and_clears_its_floor():
+    base = {k: {"totals": {"ecn_marks": m}} for k, m in enumerate([40, 30])}
+    zero = {k: {"totals": {"ecn_marks": 0}} for k in range(2)}
+    rt = sets.ratio_row(base, zero, {"ecn_marks": 35}, {"ecn_marks": 0})
+    assert rt["ecn_marks"] is None and rt["ecn_marks_unbounded"] == 2
+    assert sets.fmt(rt, "ecn_marks", "x", 1) == "unbounded (the second is 0 in 2 pair(s))"
+    means = sets.ratio_row({}, {}, {"ecn_marks": 35}, {"ecn_marks": 0})        # no pair: the means
+    assert means["ecn_marks"] is None and sets.fmt(means, "ecn_marks", "x") == "unbounded (the second's mean is 0)"
+    st = {"floors": [{"spec": "d", "base": "a", "other": "b", "metric": "ecn_marks", "min": 3.0}]}
+    [(_f, got, ok)] = sets.check_floors(st, {"d": {"ratios": {"a vs b": rt}}})
+    assert (got, ok) == ("unbounded", True)
+    json.dumps(rt, allow_nan=False)                  # table.json stays JSON (no Infinity)

@@ -291,3 +291,34 @@ def test_link_delay_keeps_each_step_in_flight_for_the_route_delay():
             j = attach_links(SimJob("a", p, ["h1", "h3"]), routes, path_delays(topo), 50.0)
             out = simulate([j], {l: 50.0 for pl in j.phase_links for l in pl})
             assert np.mean(out.iteration_ms["a"]) == pytest.approx(want if delay else 72.0, rel=1e-6)
+
+
+def test_simulated_jobs_report_the_shift_they_ran_with():
+    """The demo pair under CASSINI: each job's time_shift_ms in the simulated summary is the plan's
+    (the policy forgets a finished job's shift; the summary is written after)."""
+    from harness.schedulers.plan import schedule
+    from tests.helpers import ROOT
+    s = spec_mod.load(ROOT / "experiments" / "demo.yaml", scheduler="themis+cassini")
+    planned = {j["name"]: j["time_shift_ms"] for j in schedule(s)["jobs"]}
+    simulated = {n: j["time_shift_ms"] for n, j in simulate_spec(s)["jobs"].items()}
+    assert simulated == pytest.approx(planned) and max(planned.values()) > 0, (simulated, planned)
+
+
+def test_a_profile_at_another_reference_rate_runs_at_its_share_of_the_line_in_both_backends(tmp_path):
+    """A profile given at 100 Gbit/s (an 80 Gbit/s phase: 80 % of its line) on a spec of 50: the
+    simulator runs it at 40 of 50 (alone: its own iteration, no marks), and the emulator's Mbit/s per
+    phase on a 50 Mbit/s fabric are what they were before the profile was normalised (40)."""
+    import yaml
+    from workloads.profiles import from_dict
+    raw = {"iteration_ms": 400, "reference_gbps": 100, "phases": [{"start_ms": 200, "duration_ms": 200, "gbps": 80}]}
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump({"name": "ref", "topology": {"name": "dumbbell", "hosts_per_side": 2},
+                                 "reference_gbps": 50, "profiles": {"wide": raw}, "scheduler": "fixed",
+                                 "jobs": [{"name": "a", "model": "wide", "workers": 2, "hosts": ["h1", "h3"],
+                                           "iterations": 20}]}))
+    s = spec_mod.load(p)
+    assert s.profiles["wide"].reference_gbps == 50 and s.profiles["wide"].phases[0].gbps == pytest.approx(40)
+    assert s.profiles["wide"].scaled_mbps(50) == pytest.approx([40.0])
+    assert from_dict("wide", raw, "x").scaled_mbps(50) == pytest.approx([40.0])
+    j = simulate_spec(s)["jobs"]["a"]
+    assert j["iteration_ms_mean"] == pytest.approx(400, rel=0.01) and j["ecn_marks"] == 0, j
