@@ -481,7 +481,7 @@ def build_parser():
 
 def add_plugin_arg(p):
     p.add_argument("--plugin", action="append", metavar="PATH", default=[],
-                   help="a Python file registering schedulers (interleave.register_scheduler); repeatable")
+                   help="a Python file registering schedulers or topologies (docs/plugins.md); repeatable")
 
 
 def main(argv=None):

@@ -9,8 +9,8 @@ CASSINI paper reports speed-ups. Writes ``report.md``, ``report.html`` and PNG p
   marks.png           ECN-marked packets per iteration, per job and run (simulated: estimated)
   iteration_cdf.png   iteration-time CDF per emulated run (all jobs, leader's start to next start,
                       first iteration excluded; the simulator keeps no per-iteration times)
-  link_<id>.png       utilisation of the most shared link per emulated run, Up phases shaded: the
-                      whole run, and beside it a window of a few iterations from its middle
+  link_<id>.png       utilisation of the most shared link per emulated run: the whole run, and
+                      beside it a window of a few iterations from its middle, Up phases shaded
 """
 import json
 from pathlib import Path
@@ -157,25 +157,32 @@ def plot_cdf(runs, out):
     return "iteration_cdf.png"
 
 
-def plot_iterations(runs, out):
-    """Mean iteration time per job and run, each job's iteration alone (its profile) marked."""
+def _per_job_bars(runs, key, ylabel, name, out, alone=False):
+    """One bar per job and run of ``summary.json``'s per-job ``key``; with ``alone``, each job's
+    iteration alone (its profile) marked. Returns the file name."""
     fig, ax = plt.subplots(figsize=(7, 3.5))
     jobs = list(dict.fromkeys(j for r in runs for j in r["summary"]["jobs"]))
     w = 0.8 / len(runs)
     for k, r in enumerate(runs):
-        vals = [r["summary"]["jobs"].get(j, {}).get("iteration_ms_mean") or 0 for j in jobs]
+        vals = [r["summary"]["jobs"].get(j, {}).get(key) or 0 for j in jobs]
         ax.bar(np.arange(len(jobs)) + k * w, vals, w, label=label(r))
-    alone = [next((r["summary"]["jobs"][j].get("iteration_ms_profile") for r in runs if j in r["summary"]["jobs"]), None)
-             for j in jobs]
-    ax.scatter([i + 0.4 - w / 2 for i, a in enumerate(alone) if a], [a for a in alone if a], marker="_", s=400,
-               color="k", zorder=3, label="alone (profile)")
+    if alone:
+        prof = [next((r["summary"]["jobs"][j].get("iteration_ms_profile") for r in runs if j in r["summary"]["jobs"]),
+                     None) for j in jobs]
+        ax.scatter([i + 0.4 - w / 2 for i, a in enumerate(prof) if a], [a for a in prof if a], marker="_", s=400,
+                   color="k", zorder=3, label="alone (profile)")
     ax.set_xticks(np.arange(len(jobs)) + 0.4 - w / 2, jobs, rotation=30 if len(jobs) > 6 else 0, fontsize=8)
-    ax.set_ylabel("mean iteration (ms)")
+    ax.set_ylabel(ylabel)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "iterations.png", dpi=120)
+    fig.savefig(out / name, dpi=120)
     plt.close(fig)
-    return "iterations.png"
+    return name
+
+
+def plot_iterations(runs, out):
+    """Mean iteration time per job and run, each job's iteration alone (its profile) marked."""
+    return _per_job_bars(runs, "iteration_ms_mean", "mean iteration (ms)", "iterations.png", out, alone=True)
 
 
 def busiest_shared_link(runs):
@@ -203,23 +210,27 @@ def plot_link(runs, link, out):
         jobs = [l["jobs"] for e in r["schedule"]["epochs"] for l in e["links"] if l["id"] == link]
         names = sorted(set(sum(jobs, [])))
         it = r["iters"]
-        for ax in (whole, zoom):
-            ax.plot(d.time, d.utilization, lw=0.8, color="k")
-            for k, name in enumerate(names):
-                w0 = it[(it.job == name) & (it.worker == 0)]
-                for i, row in enumerate(w0.itertuples()):
-                    ax.axvspan(row.comm_start, row.comm_end, color=colors[k % len(colors)], alpha=0.25, lw=0,
-                               label=name if i == 0 and ax is zoom else None)
-            ax.set_ylim(0, 1.15)
-        whole.set_ylabel("utilisation")
-        whole.set_title(f"{link}: {label(r)}", fontsize=9)
         periods = [r["summary"]["jobs"][n]["iteration_ms_mean"] for n in names
                    if r["summary"]["jobs"].get(n, {}).get("iteration_ms_mean")]
-        if len(d) and periods:
+        lo, hi = (d.time.min(), d.time.max()) if len(d) else (0.0, 0.0)
+        if periods and len(d):
             span = ZOOM_ITERATIONS * min(periods) / 1000
-            mid = (d.time.min() + d.time.max()) / 2
-            zoom.set_xlim(mid - span / 2, mid + span / 2)
-            zoom.set_title(f"{ZOOM_ITERATIONS} iterations from the middle", fontsize=9)
+            lo, hi = (lo + hi - span) / 2, (lo + hi + span) / 2
+        for ax in (whole, zoom):
+            ax.plot(d.time, d.utilization, lw=0.8, color="k")
+            ax.set_ylim(0, 1.15)
+        # Up phases in the window only: over the whole run they are a wall of stripes
+        for k, name in enumerate(names):
+            w0 = it[(it.job == name) & (it.worker == 0) & (it.comm_end >= lo) & (it.comm_start <= hi)]
+            for i, row in enumerate(w0.itertuples()):
+                zoom.axvspan(row.comm_start, row.comm_end, color=colors[k % len(colors)], alpha=0.25, lw=0,
+                             label=name if i == 0 else None)
+        whole.axvspan(lo, hi, color="0.5", alpha=0.15, lw=0)
+        whole.set_ylabel("utilisation")
+        whole.set_title(f"{link}: {label(r)} (shaded: the window on the right)", fontsize=9)
+        if hi > lo:
+            zoom.set_xlim(lo, hi)
+        zoom.set_title(f"{ZOOM_ITERATIONS} iterations from the middle, Up phases shaded", fontsize=9)
         if zoom.get_legend_handles_labels()[0]:     # a link no job's phases were drawn on has no legend
             zoom.legend(fontsize=7, loc="upper right")
     axes[-1, 0].set_xlabel("time since run start (s)")
@@ -232,19 +243,7 @@ def plot_link(runs, link, out):
 
 
 def plot_marks(runs, out):
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    jobs = sorted({j for r in runs for j in r["summary"]["jobs"]})
-    w = 0.8 / len(runs)
-    for k, r in enumerate(runs):
-        vals = [r["summary"]["jobs"].get(j, {}).get("ecn_marks_per_iteration") or 0 for j in jobs]
-        ax.bar(np.arange(len(jobs)) + k * w, vals, w, label=label(r))
-    ax.set_xticks(np.arange(len(jobs)) + 0.4 - w / 2, jobs)
-    ax.set_ylabel("ECN-marked packets per iteration")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "marks.png", dpi=120)
-    plt.close(fig)
-    return "marks.png"
+    return _per_job_bars(runs, "ecn_marks_per_iteration", "ECN-marked packets per iteration", "marks.png", out)
 
 
 def report(dirs, out=None):

@@ -1,0 +1,81 @@
+"""The command-line reference (docs/cli.md), generated from the parser itself (harness.cli), so that
+it cannot drift from what the commands take:
+
+    python -m harness.clidoc            # writes docs/cli.md
+    python -m harness.clidoc --check    # exit 1 when docs/cli.md is not what the parser gives
+"""
+import argparse
+import sys
+from pathlib import Path
+
+from harness.cli import BUILDS_NETWORKS, build_parser
+
+TARGET = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+ROOT_FREE = {"simulate": "--simulate", "reproduce": "--simulate or --cluster", "worker": "--no-fabric"}
+
+
+def _subparsers(parser):
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {c.dest: c.help for c in action._choices_actions}
+    return [(name, p, helps.get(name, "")) for name, p in action.choices.items()]
+
+
+def _name(a):
+    if a.option_strings:
+        opt = ", ".join(a.option_strings)
+        takes = a.nargs != 0
+        value = a.metavar or ("{" + ",".join(map(str, a.choices)) + "}" if a.choices else a.dest.upper())
+        return f"`{opt} {value}`" if takes else f"`{opt}`"
+    return f"`{a.metavar or a.dest}`" + (" (one or more)" if a.nargs == "+" else "")
+
+
+def _default(a):
+    if a.nargs == 0 or a.default in (None, argparse.SUPPRESS, []) or a.default is False:
+        return ""
+    return f"`{a.default}`"
+
+
+def _cell(text):
+    return " ".join(str(text or "").split()).replace("|", "\\|")
+
+
+def render():
+    parser = build_parser()
+    out = ["# Command-line reference", "",
+           "Generated from the parser (`python -m harness.clidoc`; a unit test fails when this file is "
+           "stale). Exit statuses: 0 success, 1 a check failed, 2 bad input (one line naming the file or "
+           "argument, the key and the value), 3 environment problem (with the fix), 70 internal error, "
+           "130 interrupted.", ""]
+    for name, p, help_ in _subparsers(parser):
+        root = "no"
+        if name in BUILDS_NETWORKS:            # the commands that build or clean networks need root
+            root = f"yes (no with {ROOT_FREE[name]})" if name in ROOT_FREE else "yes"
+        out += [f"## `interleave {name}`", "", _cell(help_)[:1].upper() + _cell(help_)[1:] + ".", "", f"Needs root: {root}.", "",
+                "```", " ".join(p.format_usage().split()).replace("usage: ", ""), "```", "",
+                "| argument | default | meaning |", "| --- | --- | --- |"]
+        for a in p._actions:
+            if isinstance(a, argparse._HelpAction):
+                continue
+            out.append(f"| {_name(a)} | {_default(a)} | {_cell(a.help)} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m harness.clidoc", description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if docs/cli.md is stale")
+    args = ap.parse_args(argv)
+    text = render()
+    if args.check:
+        current = TARGET.read_text() if TARGET.exists() else ""
+        if current != text:
+            print(f"{TARGET} is stale: regenerate it with python -m harness.clidoc", file=sys.stderr)
+            return 1
+        return 0
+    TARGET.write_text(text)
+    print(f"written: {TARGET}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
