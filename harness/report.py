@@ -160,7 +160,7 @@ def plot_cdf(runs, out):
 def _per_job_bars(runs, key, ylabel, name, out, alone=False):
     """One bar per job and run of ``summary.json``'s per-job ``key``; with ``alone``, each job's
     iteration alone (its profile) marked. Returns the file name."""
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = plt.subplots(figsize=(7, 4))
     jobs = list(dict.fromkeys(j for r in runs for j in r["summary"]["jobs"]))
     w = 0.8 / len(runs)
     for k, r in enumerate(runs):
@@ -169,11 +169,12 @@ def _per_job_bars(runs, key, ylabel, name, out, alone=False):
     if alone:
         prof = [next((r["summary"]["jobs"][j].get("iteration_ms_profile") for r in runs if j in r["summary"]["jobs"]),
                      None) for j in jobs]
-        ax.scatter([i + 0.4 - w / 2 for i, a in enumerate(prof) if a], [a for a in prof if a], marker="_", s=400,
-                   color="k", zorder=3, label="alone (profile)")
+        xs = [i for i, a in enumerate(prof) if a]
+        ax.hlines([prof[i] for i in xs], [i - w / 2 for i in xs], [i - w / 2 + 0.8 for i in xs], color="k", lw=1.5,
+                  zorder=3, label="alone (profile)")
     ax.set_xticks(np.arange(len(jobs)) + 0.4 - w / 2, jobs, rotation=30 if len(jobs) > 6 else 0, fontsize=8)
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 if len(jobs) <= 6 else -0.25), ncol=2)
     fig.tight_layout()
     fig.savefig(out / name, dpi=120)
     plt.close(fig)

@@ -400,7 +400,7 @@ def fmt(row, m, unit="", digits=None):
         return f"{x:.{digits}f}" if digits is not None else f"{x:g}"
     ci = row.get(m + "_ci")
     more = f" (+{n_unb} pair(s) with 0 in the second: unbounded, left out)" if n_unb else ""
-    if ci and ci[0] == ci[1] == v:
+    if ci and ci[0] == ci[1]:           # zero width: every value was the same
         return num(v) + unit + " (every repeat equal)" + more
     return num(v) + (f" [{num(ci[0])}, {num(ci[1])}]" if ci else "") + unit + more
 
