@@ -112,6 +112,19 @@ def _legacy(d):
     return backend, raw, background
 
 
+def _changed(d, spec):
+    """Which top-level keys of the directory's spec.yaml differ from ``spec``'s, as a phrase."""
+    try:
+        old = yaml.safe_load((Path(d) / "spec.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        old = None
+    if not isinstance(old, dict):
+        return "its spec.yaml cannot be read"
+    old, new = _normal(old), _normal(spec.raw)
+    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return ("changed: " + ", ".join(keys)) if keys else "a plug-in or profile file changed"
+
+
 def stale(d, spec, backend, code=True):
     """Why directory ``d``'s results do not stand for ``spec`` run on ``backend`` (one phrase), or
     None when they do. ``code``: a different code version makes them stale too."""
@@ -125,13 +138,16 @@ def stale(d, spec, backend, code=True):
             return f"it holds {old_backend} results"
         bg_now = spec.background if backend == "simulated" else None
         if _normal(raw) != _normal(spec.raw) or (backend == "simulated" and (background or 0) != (bg_now or 0)):
-            return "its spec.yaml differs from the spec now"
+            return f"its spec.yaml differs from the spec now ({_changed(d, spec)})"
         return None
     if rec.get("backend") != backend:
         return f"it holds {rec.get('backend')} results"
     if rec.get("spec_sha256") != spec_digest(spec):
-        return (f"its spec differs from the spec now (it ran {rec.get('spec_name')!r} with {rec.get('scheduler')}"
-                f", digest {str(rec.get('spec_sha256'))[:12]})")
+        if rec.get("scheduler") != spec.scheduler:
+            return f"it holds scheduler {rec.get('scheduler')}'s results, not {spec.scheduler}'s"
+        if rec.get("background") != spec.background:
+            return f"it ran at background load {rec.get('background')}, not {spec.background}"
+        return f"its spec differs from the spec now ({_changed(d, spec)})"
     if code and rec.get("code") != code_version():
         return f"it was made by code {rec.get('code')}, this is {code_version()}"
     return None

@@ -88,11 +88,15 @@ def ratio(a, b):
 
 
 def tables(runs):
-    lines = ["| run | mean iteration | p99 iteration | ECN marks | fidelity |", "| --- | --- | --- | --- | --- |"]
+    lines = ["| run | mean iteration (all jobs) | p99 iteration | ECN marks | fidelity |",
+             "| --- | --- | --- | --- | --- |"]
     for r in runs:
         t, f = r["summary"]["totals"], r["summary"]["fidelity"]
-        lines.append(f"| {label(r)} | {t['iteration_ms_mean']} ms | {t['iteration_ms_p99']} ms | {t['ecn_marks']} | "
-                     f"{'ok' if f['ok'] else 'NOT OK: ' + '; '.join(f['notes'])} |")
+        if r["backend"] == "simulated":      # no emulator to keep up; the simulator estimates marks
+            marks, verdict = f"{t['ecn_marks']} (estimated)", "- (simulated)"
+        else:
+            marks, verdict = t["ecn_marks"], "ok" if f["ok"] else "NOT OK: " + "; ".join(f["notes"])
+        lines.append(f"| {label(r)} | {t['iteration_ms_mean']} ms | {t['iteration_ms_p99']} ms | {marks} | {verdict} |")
     out = ["## Overall", "", *lines, ""]
     base = runs[0]["summary"]["totals"]
     if len(runs) > 1:

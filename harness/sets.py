@@ -86,11 +86,13 @@ def load_set(path):
         raise bad("repeats", repeats, "is not an integer >= 1")
     runs = []
     for i, r in enumerate(raw["runs"]):
-        if not isinstance(r, dict) or "spec" not in r or not r.get("schedulers"):
-            raise bad(f"runs[{i}]", r, "needs spec and schedulers")
+        if not isinstance(r, dict):
+            raise bad(f"runs[{i}]", r, "is not a mapping {spec, schedulers, ...}")
         for k in r:
             if k not in RUN_KEYS:
                 raise bad(f"runs[{i}].{k}", r[k], "is not a run key; allowed: " + ", ".join(RUN_KEYS))
+        if "spec" not in r or not r.get("schedulers"):
+            raise bad(f"runs[{i}]", r, "needs spec and schedulers")
         if not isinstance(r["spec"], str) or not r["spec"]:
             raise bad(f"runs[{i}].spec", r["spec"], "is not a spec file's path")
         scheds = r["schedulers"]
@@ -104,6 +106,8 @@ def load_set(path):
         sp = Path(r["spec"])
         if not sp.is_absolute():
             sp = path.parent / sp
+        if not sp.is_file():
+            raise bad(f"runs[{i}].spec", r["spec"], f"is not a file (paths are relative to the set file: {sp})")
         over = r.get("set")
         if over is not None and not isinstance(over, dict):
             raise bad(f"runs[{i}].set", over, "is not a mapping of spec keys")
@@ -325,7 +329,6 @@ def ratio_row(base_runs, other_runs, base_row, other_row):
             row[m + "_unbounded"] = unbounded
         if rs:
             row[m], row[m + "_ci"] = mean_ci(rs)
-            row[m] = round(row[m], 3)
         elif unbounded:
             row[m], row[m + "_ci"] = None, None
         else:
@@ -340,7 +343,8 @@ def ratio_row(base_runs, other_runs, base_row, other_row):
 
 def per_job(out, name, scheduler, reps, sums):
     """{job: {model, iteration_ms, comm_ms, ect_ms (program jobs; else None)}}: means over the kept
-    repeats ``reps``, each metric + "_ci" its 95 % interval (comm from iterations.csv)."""
+    repeats ``reps``, each metric + "_ci" its 95 % interval (comm from iterations.csv; a simulated
+    run has none: its summary's comm_ms_mean)."""
     import pandas as pd
     from harness.report import comm_ms_mean
     acc = {}
@@ -351,8 +355,7 @@ def per_job(out, name, scheduler, reps, sums):
             a = acc.setdefault(job, {"model": j["model"], "iteration_ms": [], "comm_ms": [], "ect_ms": []})
             a["iteration_ms"].append(j["iteration_ms_mean"])
             a["ect_ms"].append(j.get("ect_ms_mean"))
-            if it is not None:
-                a["comm_ms"].append(comm_ms_mean(it, job))
+            a["comm_ms"].append(comm_ms_mean(it, job) if it is not None else j.get("comm_ms_mean"))
     rows = {}
     for job, a in acc.items():
         row = {"model": a["model"]}

@@ -430,8 +430,11 @@ def _telemetry(where, raw):
 
 def _background(where, raw):
     bg = raw.get("background") or {}
-    if not isinstance(bg, dict) or set(bg) - {"load"}:
+    if not isinstance(bg, dict):
         raise SpecError(where, "background", bg, "a mapping {load: fraction of every switch-to-switch link}")
+    for k in bg:
+        if k != "load":
+            raise SpecError(where, f"background.{k}", bg[k], "unknown key; allowed: load")
     background = _float(where, "background.load", bg.get("load", 0.0))
     if background >= 1:
         raise SpecError(where, "background.load", background, "a fraction in [0, 1)")

@@ -37,6 +37,7 @@ from workloads.profiles import stretched
 
 
 MEANFIELD_MIN_JOBS = 12    # a component of this many free-running jobs: harness.sim.meanfield, not the fluid run
+ALIGN_RANK = {"free": 0, "grid": 1, "group": 2}   # a job reports the strongest alignment it ran with
 
 
 @dataclass
@@ -100,7 +101,7 @@ class Simulator:
         self._link_ids = {l: k for k, l in enumerate(self.capacity)}
         self._cap_arr, self._warm = np.array(list(self.capacity.values()), dtype=float), {}
         self.fluid_runs = self.meanfield_runs = 0
-        self.alignment = {}            # job -> its alignment when placed (workloads.timing), as the plan has it
+        self.alignment = {}            # job -> its alignment (workloads.timing), as the plan has it
         self.shifts = {}               # job -> its time-shift (ms) at the last event while it ran
         self.align_min = spec.cassini.get("align_min_score", 0.9)
         # iterations are work at the requested count (reallocation); else a job runs its iterations
@@ -166,8 +167,9 @@ class Simulator:
         same = {n: same_period_group(n, grp, period) for n in running}
         mode = {n: alignment(keeps, cassini, same[n]) for n in running}
         gid = {n: same[n][0] if mode[n] == "group" else None for n in running}
-        for n, m in mode.items():
-            self.alignment.setdefault(n, m)
+        for n, m in mode.items():       # as the plan has it: group if it ever aligned with a group
+            if ALIGN_RANK[m] > ALIGN_RANK.get(self.alignment.get(n), -1):
+                self.alignment[n] = m
         for members in comps.values():
             shared = len(members) > 1
             squeezed = any(self._squeezed(running[n], links_of[n]) for n in members)

@@ -40,7 +40,7 @@ def test_a_set_reruns_a_run_whose_spec_changed_and_says_so(tmp_path):
     demo_copy(tmp_path, background={"load": 0.5})  # the spec changed under the set
     logs.clear()
     sets.execute(one_run_set(tmp_path, spec), out, sets.simulated_run, log=logs.append)
-    assert any("its spec differs from the spec now" in m and "set aside as themis-r0.stale-1" in m for m in logs), logs
+    assert any("it ran at background load 0.0, not 0.5: set aside as themis-r0.stale-1" in m for m in logs), logs
     again = json.loads((d / "summary.json").read_text())["totals"]["iteration_ms_mean"]
     assert again > first                           # the background load's run, not the old numbers
     assert json.loads((d.with_name("themis-r0.stale-1") / "summary.json").read_text())["totals"]["iteration_ms_mean"] == first
@@ -52,7 +52,8 @@ def test_keep_stale_keeps_the_old_run_and_says_why(tmp_path):
     demo_copy(tmp_path, seed=7)
     logs.clear()
     sets.execute(one_run_set(tmp_path, spec), out, sets.simulated_run, log=logs.append, keep_stale=True)
-    assert any("kept with --keep-stale although its spec differs" in m for m in logs), logs
+    assert any("kept with --keep-stale although its spec differs from the spec now (changed: seed)" in m
+               for m in logs), logs
     assert not list(out.rglob("*.stale-*"))
 
 
@@ -74,7 +75,7 @@ def test_a_directory_from_before_provenance_is_compared_by_its_spec(tmp_path):
     (d / provenance.FILE).unlink()
     assert provenance.stale(d, spec, "simulated") is None
     other = spec_mod.load(spec_path, scheduler="themis", seed=99)
-    assert provenance.stale(d, other, "simulated") == "its spec.yaml differs from the spec now"
+    assert provenance.stale(d, other, "simulated") == "its spec.yaml differs from the spec now (changed: seed)"
 
 
 def emulated_looking(d):
@@ -108,4 +109,4 @@ def test_simulate_out_refuses_another_specs_results_and_rewrites_its_own(tmp_pat
     assert p.returncode == 0, p.stderr
     assert (d / "notes.txt").read_text() == "mine"
     p = cli_main(capsys, "simulate", str(DEMO), "--scheduler", "themis", "--out", str(d))
-    assert p.returncode == 2 and "its spec differs from the spec now" in p.stderr, p.stderr
+    assert p.returncode == 2 and "it holds scheduler themis+cassini's results, not themis's" in p.stderr, p.stderr

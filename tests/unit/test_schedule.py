@@ -118,6 +118,7 @@ def test_traces_are_seeded():
     ({"jobs": [{"model": "vgg16"}], "link": {"rate_mbps": 0}}, "link.rate_mbps"),
     ({"jobs": [{"model": "vgg16"}], "topology": {"name": "fattree", "hosts_per_edge": 0}}, "topology.hosts_per_edge"),
     ({"jobs": [{"model": "vgg16"}], "colour": "red"}, "colour"),
+    ({"jobs": [{"model": "vgg16"}], "background": {"lod": 0.3}}, "background.lod"),
     ({}, "jobs/trace"),
 ])
 def test_bad_specs_name_the_key(kw, key):

@@ -38,6 +38,8 @@ def test_bad_set_files_name_the_key(tmp_path):
     ("runs: [{{spec: {spec}, schedulers: themis}}]\n", "key runs[0].schedulers: value 'themis' is not a list"),
     ("runs: [{{spec: {spec}, schedulers: [themis], repeats: 0}}]\n", "key runs[0].repeats: value 0"),
     ("runs: [{{spec: {spec}, schedulers: [themis], label: 7}}]\n", "key runs[0].label: value 7"),
+    ("runs: [{{spec: {spec}, scheduler: [themis]}}]\n", "key runs[0].scheduler: value ['themis'] is not a run key"),
+    ("runs: [{{spec: nowhere.yaml, schedulers: [themis]}}]\n", "key runs[0].spec: value 'nowhere.yaml' is not a file"),
     ("runs: [{{spec: {spec}, schedulers: [themis]}}, {{spec: {spec}, schedulers: [fixed]}}]\n",
      "'demo' names two runs"),
     ("runs: [{{spec: {spec}, schedulers: [themis]}}]\nfloors: [{{spec: demo, base: themis, other: ideal, "

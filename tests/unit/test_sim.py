@@ -322,3 +322,22 @@ def test_a_profile_at_another_reference_rate_runs_at_its_share_of_the_line_in_bo
     assert from_dict("wide", raw, "x").scaled_mbps(50) == pytest.approx([40.0])
     j = simulate_spec(s)["jobs"]["a"]
     assert j["iteration_ms_mean"] == pytest.approx(400, rel=0.01) and j["ecn_marks"] == 0, j
+
+
+def test_a_job_that_a_later_arrival_groups_with_reports_the_plans_alignment(tmp_path):
+    """mine1 runs alone, then gpt1a arrives and shares its links under CASSINI: the plan gives both
+    alignment group, and so does the simulated summary (it recorded mine1's alignment at placement:
+    free)."""
+    import yaml
+    from harness.schedulers.plan import schedule
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump({
+        "name": "later", "topology": {"name": "fattree"}, "scheduler": "themis+cassini", "seed": 7,
+        "profiles": {"mynet": {"iteration_ms": 200, "phases": [{"start_ms": 100, "duration_ms": 100, "gbps": 30}]}},
+        "jobs": [{"name": "mine1", "model": "mynet", "workers": 10, "iterations": 150},
+                 {"name": "bert1", "model": "bert", "workers": 10, "iterations": 150},
+                 {"name": "gpt1a", "model": "gpt1", "workers": 4, "iterations": 150, "arrival_s": 3}]}))
+    s = spec_mod.load(p)
+    planned = {j["name"]: j["alignment"] for j in schedule(s)["jobs"]}
+    simulated = {n: j["alignment"] for n, j in simulate_spec(s)["jobs"].items()}
+    assert planned == simulated and planned["mine1"] == "group", (planned, simulated)
