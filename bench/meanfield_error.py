@@ -3,7 +3,7 @@ components it replaces: the link-sharing components of free-running jobs that a 
 the 1,000-job / 1,024-host trace (default: ``random``, whose spread placements make the largest).
 
     .venv/bin/python bench/meanfield_error.py [--scheduler random] [--per-size 8] [--spec SPEC]
-        [--budget 600] [--publish README.md]
+        [--budget 600] [--publish docs/simulator.md]
 
 Runs the trace in the simulator with the fluid model everywhere, and for the first ``--per-size``
 components of free-running jobs in each size class (4-7, 8-11, 12-23, 24-47, 48 or more jobs: below

@@ -1,7 +1,7 @@
 """Simulator speed: the 1,000-job Poisson trace on the 1,024-host fat-tree (target < 60 s).
 
     .venv/bin/python bench/sim_speed.py [--schedulers themis,themis+cassini,...] [--repeats 3]
-        [--publish README.md]
+        [--publish docs/simulator.md]
 
 Prints wall time per scheduler (mean [95 % interval] over the repeats) and the number of
 fluid-model runs; the spec is experiments/sim/poisson1000-fattree1024.yaml. ``--publish FILE``

@@ -5,7 +5,7 @@ command: cluster start, every run, the table). Checks that every table.md and ta
 byte-identical to the first serial one.
 
     .venv/bin/python bench/sweep_speed.py [--set experiments/sets/netsens-sim.yaml] [--workers 2]
-        [--repeats 3] [--publish README.md]
+        [--repeats 3] [--publish docs/experiments.md]
 
 Prints a Markdown table (mean wall and CPU time with their 95 % intervals over the repeats, the
 speed-up as the mean of the per-repeat ratios); ``--publish FILE`` writes it into FILE's block

@@ -44,7 +44,7 @@ TIMER_FRAC = 0.05             # agents' sleep lateness, p99 (pooled; or of an ag
 TIMER_MIN_SLEEPS = 200        # an agent's own p99 is judged from this many sleeps (its 2nd-worst at 200)
 DATAPATH_DROP_FRAC = 1e-3     # packets OVS lost itself, over the packets the fabric's ports sent
 SLOW_HOST_FIX = ("if nothing else was running, this machine is too slow for the spec undilated: "
-                 "raise time_dilation (README, 'The fidelity guard')")
+                 "raise time_dilation (docs/experiments.md, 'The fidelity guard')")
 
 
 def cpu_idle():

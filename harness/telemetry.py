@@ -33,7 +33,7 @@ COLUMNS = ["time", "link", "direction", "tx_bytes", "utilization", "ecn_marked",
 # last sample of every switch equals the switch's own counters (wait_ce_caught_up).
 FLOW_STATS_SETTLE_S = 1.2
 PERIOD_MS = 100       # port statistics and marker counters, unless a spec's telemetry.period_ms says
-# flow statistics enumerate every CE entry of a switch: polled at most this often (README, Telemetry)
+# flow statistics enumerate every CE entry of a switch: polled at most this often (docs/fabric.md, Telemetry)
 CE_PERIOD_MS = 1000
 
 

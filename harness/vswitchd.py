@@ -2,7 +2,7 @@
 
 With the userspace datapath every emulated packet crosses ovs-vswitchd. Where the kernel groups
 processes by session for the CPU (``kernel.sched_autogroup_enabled = 1``), vswitchd's session
-competes with any other session as one group, whatever that session's nice (README, Tests: what a
+competes with any other session as one group, whatever that session's nice (docs/testing.md: what a
 busy neighbour does to the fabric). A run raises vswitchd's group for its lifetime (``Ledger.set_autogroup``: recorded first, restored
 at stop or by ``interleave clean``).
 """

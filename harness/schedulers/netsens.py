@@ -1,5 +1,5 @@
 """Network-sensitive GPU scheduling (after arXiv 2401.16492, whose body was not available: this is
-the project's own reconstruction, documented in the README) and its consolidation baseline.
+the project's own reconstruction, documented in docs/schedulers.md) and its consolidation baseline.
 
 Locality levels of a placement: 0 one rack (edge switch), 1 one pod (racks sharing aggregation
 switches; leaf-spine: the whole fabric), 2 anywhere. One GPU per host.

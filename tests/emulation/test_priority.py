@@ -2,7 +2,7 @@
 bottleneck, the one its sender marks most urgent leaves as if alone, the other after it; with the
 same marks on FIFO queues they share the link.
 
-Measured by ``sudo .venv/bin/python bench/priority_queues.py`` (figures in README.md, "Link
+Measured by ``sudo .venv/bin/python bench/priority_queues.py`` (figures in docs/fabric.md, "Link
 parameters")."""
 import time
 
