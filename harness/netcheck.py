@@ -631,8 +631,11 @@ def _counters_check(fab, base, records, marks_by_dev, flows, drops_by_dev=None, 
         dropped[did] = dropped.get(did, 0) + n
     on_path = {f"{u}>{v}" for s, d in flows for u, v in zip(fab.routes[(s, d)], fab.routes[(s, d)][1:])}
     last_hop = {f"{fab.routes[f][-2]}>{fab.routes[f][-1]}" for f in flows}
-    # CE arrivals accumulate downstream: on a marked link the controller sees its marks plus
-    # upstream ones; compare where the first marking link is (what the marker counts there)
+    # CE arrivals accumulate downstream: behind a marked link the controller sees its marks plus
+    # the upstream ones. A marker that also counts the CE packets it marks again (RED) counts some
+    # packets twice: behind its link the controller sees at least its marks and at most its marks
+    # plus the upstream ones.
+    remarks = getattr(getattr(fab, "marker", None), "counts_ce_as_marked", False)
     mism = {}
     for did, n in marked.items():
         if did in last_hop:
@@ -641,8 +644,10 @@ def _counters_check(fab, base, records, marks_by_dev, flows, drops_by_dev=None, 
                        and _upstream(fab, flows, d2, did))
         lost = dropped.get(did, 0) + sum(x for d2, x in dropped.items() if d2 != did and d2 in on_path
                                          and _upstream(fab, flows, d2, did))
-        if abs(seen.get(did, 0) - n - upstream) > max(2, 0.01 * n) + lost:
-            mism[did] = {"marker": n, "controller": seen.get(did, 0)}
+        tol, got = max(2, 0.01 * n), seen.get(did, 0)
+        low = (n if remarks else n + upstream) - tol - lost
+        if not low <= got <= n + upstream + tol:
+            mism[did] = {"marker": n, "upstream_marks": upstream, "controller": got}
     stray = {d: n for d, n in seen.items() if n and d not in on_path}
     compared = sorted(d for d in marked if d not in last_hop)
     # nothing compared (the marks only at last hops) would make the check vacuous: it fails

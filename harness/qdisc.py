@@ -114,6 +114,7 @@ class BpfMarker:
     """tc clsact-egress BPF program with a virtual queue per interface (harness/bpf/ecn_marker.c)."""
     name = "bpf"
     per_job_queues = True      # link.sharing fair / priority: htb_cmds' leaf classes under the program
+    counts_ce_as_marked = False    # ``marked`` counts ECT packets it turned into CE only
 
     def __init__(self, obj=BPF_OBJECT, pin_dir=BPF_PIN_DIR):
         self.obj, self.pin_dir = Path(obj), Path(pin_dir)
@@ -199,6 +200,9 @@ class RedMarker:
     """tc RED as the child queue, step marking at K (where the kernel has sch_red)."""
     name = "red"
     per_job_queues = False     # link.sharing fair / priority are not built with it
+    # ``marked`` also counts a packet that arrived with CE already (the kernel's INET_ECN_set_ce
+    # succeeds on CE; measured by tests/stock's test_red_counts_a_packet_that_arrives_with_ce_as_a_mark)
+    counts_ce_as_marked = True
 
     def queue_cmds(self, dev, params):
         k, limit, mtu = params.ecn_k_bytes, params.queue_bytes, params.mtu

@@ -85,3 +85,40 @@ def test_packet_sockets_are_read_with_their_unread_bytes():
     socks = dict(parse_packet_sockets((Path(__file__).parent / "fixtures" / "proc_net_packet.txt").read_text()))
     assert set(socks) == {0, 1359, 1360, 1361, 1362, 1363, 1364}
     assert socks[1359] == 19560 and sum(socks.values()) == 19560
+
+
+def chain_check(marker, upstream_marks, marks, seen):
+    """Two marking links in series on one flow of the fat-tree (the stock tier's case): the upstream
+    link marked ``upstream_marks``, the next one ``marks``; the controller counted ``seen`` CE
+    arrivals behind the next one and the upstream marks behind the upstream one."""
+    from harness.netcheck import congested_flows
+    from harness.qdisc import BpfMarker, RedMarker
+    from topologies import fattree
+    topo = fattree()
+    routes = compute_routes(topo)
+    fab = SimpleNamespace(topo=topo, routes=routes, port_dev=lambda node, port: f"il{node}-eth{port}",
+                          marker={"red": RedMarker, "bpf": BpfMarker}[marker]())
+    flows = congested_flows(topo, routes)
+    path = routes[flows[0]]
+    (a, b), (_b, c) = zip(path[1:3], path[2:4])            # the flow's first two switch-to-switch hops
+    key = f"{topo.mac(flows[0][0])}>{topo.mac(flows[0][1])}"
+    base = [{"kind": "ce", "dpid": topo.dpid(n), "ce": {key: 0}} for n in (b, c)]
+    end = [{"kind": "ce", "dpid": topo.dpid(b), "ce": {key: upstream_marks}},
+           {"kind": "ce", "dpid": topo.dpid(c), "ce": {key: seen}}]
+    marks_by_dev = {fab.port_dev(a, topo.port(a, b)): upstream_marks, fab.port_dev(b, topo.port(b, c)): marks}
+    return _counters_check(fab, base, base + end, marks_by_dev, flows)
+
+
+def test_a_red_marker_counting_ce_packets_again_passes_behind_an_upstream_mark():
+    """Measured in the stock tier (fat-tree, RED): 379 marks upstream, 23 on the next link, 383 CE
+    arrivals behind it and at the receivers: 19 of the 23 were packets already CE. With RED that is
+    consistent; a marker that counts only the packets it turned (BPF) must add up exactly."""
+    assert chain_check("red", 379, 23, 383)["ok"]
+    r = chain_check("bpf", 379, 23, 383)
+    assert not r["ok"] and list(r["mismatched"].values()) == [{"marker": 23, "upstream_marks": 379, "controller": 383}]
+    assert chain_check("bpf", 379, 23, 402)["ok"]
+
+
+def test_a_red_marker_still_fails_a_controller_that_missed_or_invented_marks():
+    assert not chain_check("red", 379, 23, 20)["ok"]      # fewer than the link's own marks
+    assert not chain_check("red", 379, 23, 410)["ok"]     # more than all marks upstream and here
