@@ -9,6 +9,8 @@ goodput with the payload share of a frame), and each flow with its own max-min r
 flow's share and Jain's fairness index of the shares: the aggregate hides starvation), record
 ovs-vswitchd CPU, tear down (timed). Prints a Markdown table; ``--publish FILE`` writes it into
 FILE's block ``<!-- interleave bench fabric-fidelity-DATAPATH -->``; --json writes the raw numbers.
+The rows are kept as this machine's measurement (harness.capacity: a run whose links are faster than
+the rates measured faithful is warned), and with ``--reference`` as the reference host's.
 
 Run as root: sudo .venv/bin/python bench/fabric_fidelity.py [--rates 10,20,50,100] [--repeats 3]
 """
@@ -17,11 +19,12 @@ import json
 import os
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness import probe  # noqa: E402
+from harness import capacity, probe  # noqa: E402
 from harness.errors import InterleaveError  # noqa: E402
 from harness.fabric import Fabric  # noqa: E402
 from harness.lifecycle import RunLock  # noqa: E402
@@ -140,6 +143,8 @@ def main():
     ap.add_argument("--datapath", choices=["kernel", "user"], help="override the doctor's choice")
     ap.add_argument("--ecn-marker", choices=["red", "bpf"], help="override the doctor's choice")
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--reference", action="store_true", help="also write the rows as the reference host's "
+                    "(results/fabric-fidelity/DATAPATH.json: what a run on an unmeasured machine is warned by)")
     ap.add_argument("--publish", metavar="FILE")
     ap.add_argument("--telemetry-ms", default="", help="comma list of polling periods to compare (0 = off), "
                                                         "at the first rate of --rates")
@@ -189,6 +194,16 @@ def main():
                      f"{span([r['build_s'] for r in rs], '{:.1f}')} s | {span([r['teardown_s'] for r in rs], '{:.1f}')} s |")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    capacity.record(rows, backends["datapath"], measured_utc=when)
+    print(f"recorded as this machine's measurement: {capacity.MACHINE_RECORD}", file=sys.stderr)
+    if args.reference:
+        ref = capacity.REFERENCE_DIR / f"{backends['datapath']}.json"
+        ref.parent.mkdir(parents=True, exist_ok=True)
+        ref.write_text(json.dumps({"machine": capacity.machine(), "measured_utc": when, "rows": rows,
+                                   "command": "sudo .venv/bin/python bench/fabric_fidelity.py " + " ".join(sys.argv[1:])},
+                                  indent=2) + "\n")
+        print(f"written as the reference host's: {ref}", file=sys.stderr)
     emit_bench(f"fabric-fidelity-{backends['datapath']}", "# fabric fidelity\n\n" + "\n".join(lines) + "\n", args.publish,
                "sudo .venv/bin/python bench/fabric_fidelity.py " + " ".join(sys.argv[1:]))
 

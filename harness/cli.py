@@ -213,6 +213,7 @@ def cmd_profile(args):
 def cmd_run(args):
     from pathlib import Path
 
+    from harness import provenance
     from harness import spec as spec_mod
     from harness.runner import run
     from harness.schedulers.plan import ScheduleError
@@ -221,14 +222,19 @@ def cmd_run(args):
     if spec.policy_class.alone:
         raise BadValue("scheduler", spec.scheduler, f"not in the emulator: {spec.base} runs every job alone, which "
                        "only the simulator can do on a shared fabric; use interleave simulate", where=args.spec)
-    if os.geteuid() != 0:
-        raise EnvError("run builds a network and needs root", "run it with sudo")
     label = spec.scheduler + (f"-{spec.flow_scheduler}" if spec.has_programs else "")
     out = Path(args.out) if args.out else Path("results") / f"{spec.name}-{label.replace('+', '-')}"
+    if out.exists() and not args.force:
+        what = provenance.stale(out, spec, "emulated", code=False) if (out / "summary.json").exists() else None
+        held = f" ({what})" if what else ""
+        raise UsageError(f"--out: {out} exists{held}; choose another directory, or --force to replace it")
+    if os.geteuid() != 0:
+        raise EnvError("run builds a network and needs root", "run it with sudo")
     log(f"run {spec.name}: {label}, {len(spec.jobs)} jobs on {spec.topology.name} "
         f"({len(spec.topology.hosts)} hosts, {spec.link.rate_mbps:g} Mbit/s) -> {out}")
     try:
-        summary = run(spec, out, quiet=args.quiet, datapath=args.datapath, ecn_marker=args.ecn_marker, log=log)
+        summary = run(spec, out, quiet=args.quiet, datapath=args.datapath, ecn_marker=args.ecn_marker, log=log,
+                      replace=args.force)
     except ScheduleError as exc:
         raise UsageError(f"{args.spec}: {exc}")
     t = summary["totals"]
@@ -327,7 +333,7 @@ def cmd_simulate(args):
     from harness import spec as spec_mod
     from harness import provenance
     from harness.schedulers.plan import ScheduleError
-    from harness.simulate import simulate_spec, write_run
+    from harness.simulate import simulate_run
     check_out(args.out, "dir")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
     if args.background is not None:
@@ -339,7 +345,7 @@ def cmd_simulate(args):
         f"({len(spec.topology.hosts)} hosts), background load {spec.background:g}")
     bar = Progress(len(spec.jobs), "jobs finished", desc=f"simulate {spec.name}", delay_s=LONG_S)
     try:
-        summary = simulate_spec(spec, progress=bar.update)
+        summary = simulate_run(spec, args.out, replace=args.force, progress=bar.update)
     except ScheduleError as exc:
         raise UsageError(f"{args.spec}: {exc}")
     finally:
@@ -350,7 +356,6 @@ def cmd_simulate(args):
     log(f"done in {summary['simulator']['wall_s']} s: mean iteration {t['iteration_ms_mean']} ms, p99 "
         f"{t['iteration_ms_p99']} ms, mean JCT {t['jct_s_mean']} s, makespan {t['makespan_s']} s{ect}{marks}")
     if args.out:
-        write_run(spec, args.out, summary, replace=args.force)
         log(f"written: {args.out}/summary.json")
     else:
         summary["versions"] = provenance.versions_light()
@@ -423,6 +428,8 @@ def build_parser():
     p.add_argument("--datapath", choices=["kernel", "user"], help="override the doctor's choice")
     p.add_argument("--ecn-marker", choices=["red", "bpf"], help="override the doctor's choice")
     p.add_argument("--json", action="store_true", help="print summary.json")
+    p.add_argument("--force", action="store_true", help="replace the results already in the --out directory "
+                   "(by default a directory that exists is refused)")
     add_plugin_arg(p)
     p.set_defaults(func=cmd_run)
 

@@ -135,6 +135,48 @@ def percentile(xs, q, weights=None):
     return float(v[min(len(v) - 1, np.searchsorted(c, q / 100 * c[-1]))])
 
 
+DISTRIBUTION = "iteration_ms.csv"
+DISTRIBUTION_COLUMNS = ["job", "iteration_ms", "iterations"]
+
+
+def iteration_times_ms(w0):
+    """Iteration times of a job from its leader's rows: start to next start (a re-alignment pause
+    before an iteration is part of the iteration before it, as it would be in a training log); the
+    last iteration ends at its end."""
+    starts, ends = w0.start.to_numpy(), w0.end.to_numpy()
+    if len(starts) == 0:
+        return np.array([])
+    return np.append(np.diff(starts), ends[-1] - starts[-1]) * 1000
+
+
+def segment_pieces(w0, segments=()):
+    """A job's leader rows (sorted by iteration) cut where each of its ``segments`` (schedule.json)
+    ends: a preempted job starts over on its new hosts, so no iteration spans two."""
+    bounds = np.cumsum([sg["iterations"] for sg in segments or []])[:-1]
+    cuts = [0] + [int(np.searchsorted(w0.iteration.to_numpy(), b)) for b in bounds] + [len(w0)]
+    return [w0.iloc[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def steady_iteration_ms(w0, segments=()):
+    """A job's steady iteration times (ms), what its summary's ``iteration_ms_*`` are over: each
+    segment's iteration times, the job's first iteration (warm-up) left out."""
+    pieces = segment_pieces(w0, segments)
+    it_ms = np.concatenate([iteration_times_ms(p) for p in pieces]) if pieces else np.array([])
+    return it_ms[1:] if len(it_ms) > 1 else it_ms
+
+
+def distribution_rows(times):
+    """The rows of ``iteration_ms.csv`` (``DISTRIBUTION_COLUMNS``), both backends: each job's
+    iteration times and how many iterations each stands for. ``times``: {job: (ms, iterations)},
+    arrays; an emulated run's are its steady iterations, 1 each; the simulator's are its modelled
+    iteration times, each weighted by the iterations the job ran at that time."""
+    rows = []
+    for job, (ms, n) in times.items():
+        rows += [{"job": job, "iteration_ms": round(float(m), 3), "iterations": round(float(k), 4)}
+                 for m, k in zip(ms, n)]
+    return rows
+
+
 def comm_ms(w0):
     """Communication time of each iteration (ms) from a job's leader rows (iterations.csv), the
     first iteration left out as warm-up."""

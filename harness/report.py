@@ -7,8 +7,8 @@ CASSINI paper reports speed-ups. Writes ``report.md``, ``report.html`` and PNG p
 (default: the first directory when there is one, else ``./report``):
   iterations.png      mean iteration time per job and run (both backends)
   marks.png           ECN-marked packets per iteration, per job and run (simulated: estimated)
-  iteration_cdf.png   iteration-time CDF per emulated run (all jobs, leader's start to next start,
-                      first iteration excluded; the simulator keeps no per-iteration times)
+  iteration_cdf.png   iteration-time CDF per run (iteration_ms.csv: all jobs' steady iterations,
+                      leader's start to next start; simulated: the model's times, dashed)
   link_<id>.png       utilisation of the most shared link per emulated run: the whole run, and
                       beside it a window of a few iterations from its middle, Up phases shaded
 """
@@ -49,13 +49,29 @@ def load(d):
     for key, kind in SUMMARY_KEYS.items():
         if not isinstance(summary.get(key), kind):
             raise UsageError(f"{d / 'summary.json'}: {key}: missing or not a {kind.__name__}")
+    dist = _csv(d / metrics.DISTRIBUTION, metrics.DISTRIBUTION_COLUMNS) if (d / metrics.DISTRIBUTION).is_file() else None
     if simulated:
-        return {"dir": d, "summary": summary, "schedule": None, "iters": None, "links": None, "backend": "simulated"}
+        return {"dir": d, "summary": summary, "schedule": None, "iters": None, "links": None, "backend": "simulated",
+                "dist": dist}
     schedule = _json(d / "schedule.json", dict)
     if not isinstance(schedule.get("epochs"), list):
         raise UsageError(f"{d / 'schedule.json'}: epochs: missing or not a list")
-    return {"dir": d, "summary": summary, "schedule": schedule, "backend": "emulated",
-            "iters": _csv(d / "iterations.csv", ITER_COLUMNS), "links": _csv(d / "links.csv", LINK_COLUMNS_USED)}
+    iters = _csv(d / "iterations.csv", ITER_COLUMNS)
+    if dist is None:                # a run from before iteration_ms.csv: the same rows from its iterations
+        dist = pd.DataFrame(metrics.distribution_rows(emulated_times(iters, schedule)),
+                            columns=metrics.DISTRIBUTION_COLUMNS)
+    return {"dir": d, "summary": summary, "schedule": schedule, "backend": "emulated", "dist": dist,
+            "iters": iters, "links": _csv(d / "links.csv", LINK_COLUMNS_USED)}
+
+
+def emulated_times(iters, schedule):
+    """{job: (steady iteration ms, 1 each)} of an emulated run, as its summary counts them."""
+    segments = {j["name"]: j.get("segments") for j in schedule.get("jobs", [])}
+    out = {}
+    for name, w0 in iters[iters.worker == 0].groupby("job"):
+        ms = metrics.steady_iteration_ms(w0.sort_values("iteration"), segments.get(name))
+        out[name] = (ms, np.ones(len(ms)))
+    return out
 
 
 def _json(path, kind):
@@ -139,20 +155,20 @@ def comm_ms_mean(iters, job):
 
 
 def plot_cdf(runs, out):
-    """Iteration-time CDF of the runs that have per-iteration times (emulated); None when none has."""
-    from harness.runner import iteration_times_ms
-    have = [r for r in runs if r["iters"] is not None]
+    """Iteration-time CDF of every run with an ``iteration_ms.csv`` (all jobs; the simulator's
+    modelled times weighted by the iterations run at each); None when none has one."""
+    have = [r for r in runs if r.get("dist") is not None and len(r["dist"])]
     if not have:
         return None
     fig, ax = plt.subplots(figsize=(6, 4))
     for r in have:
-        it = r["iters"]
-        v = np.sort(np.concatenate([iteration_times_ms(g.sort_values("iteration"))[1:]
-                                    for _j, g in it[it.worker == 0].groupby("job")]))
-        if len(v):
-            ax.plot(v, np.arange(1, len(v) + 1) / len(v), label=label(r))
+        d = r["dist"].sort_values("iteration_ms")
+        w = d.iterations.to_numpy(dtype=float)
+        if w.sum() > 0:
+            ax.step(d.iteration_ms.to_numpy(), np.cumsum(w) / w.sum(), where="post", label=label(r),
+                    linestyle="--" if r["backend"] == "simulated" else "-")
     ax.set_xlabel("iteration time (ms)")
-    ax.set_ylabel("CDF")
+    ax.set_ylabel("CDF (share of iterations)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

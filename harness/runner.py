@@ -6,7 +6,7 @@ agents when its epoch comes and its hosts are free (a job that the schedule plac
 busy waits for them); stop; write the results (the schema is harness.metrics').
 
 Results directory (the contract): ``spec.yaml``, ``schedule.json``, ``environment.json``,
-``iterations.csv``, ``links.csv``, ``summary.json``; with pipeline or tensor jobs (workloads.stage)
+``iterations.csv``, ``links.csv``, ``summary.json``, ``jobs.csv``, ``iteration_ms.csv``; with pipeline or tensor jobs (workloads.stage)
 also ``flows.csv`` (every flow's step reference, release, arrival, pacing target and the priority
 level its sender gave it) and, with ``replan``, ``replans.csv`` (harness.schedulers.replan), and their
 summary gives the consumer's step time, ECT and pacing error (``add_step_metrics``). It is written
@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from harness import fidelity, metrics, probe, provenance, registry
+from harness import capacity, fidelity, metrics, probe, provenance, registry
 from harness.errors import InterleaveError
 from harness.fabric import Fabric
 from harness.fidelity import cpu_idle, idle_shares
@@ -143,11 +143,12 @@ def wall_fabric(spec, dil):
     return with_background(topo, spec.background), link
 
 
-def prepare(out_dir, spec, plan, findings, backends, link, dil):
-    """The ``.partial`` working directory with what was asked and decided."""
+def prepare(out_dir, spec, plan, findings, backends, link, dil, replace=False):
+    """The ``.partial`` working directory with what was asked and decided (``out_dir`` must not
+    exist, unless ``replace``: it is replaced when the run completes)."""
     out_dir = Path(out_dir)
     work = out_dir.with_name(out_dir.name + ".partial")
-    if out_dir.exists():
+    if out_dir.exists() and not replace:
         raise InterleaveError(f"{out_dir} exists: choose another --out or remove it")
     if work.exists():
         shutil.rmtree(work)
@@ -170,14 +171,19 @@ def add_environment(work, **items):
     path.write_text(json.dumps(env, indent=2))
 
 
-def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m: None):
+def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m: None, replace=False):
+    """Emulate ``spec`` into ``out_dir`` (with ``replace``, whatever is there is replaced once the run
+    is complete); returns its summary."""
     findings = probe.doctor()
     backends = probe.resolve(findings, datapath, ecn_marker, delay=spec.link.delay_ms > 0)
     probe.require_ready(findings)
     plan = schedule(spec)
     dil = timing.Dilation(spec.time_dilation)
     topo, link = wall_fabric(spec, dil)
-    out_dir, work = prepare(out_dir, spec, plan, findings, backends, link, dil)
+    too_fast = capacity.warning(link.rate_mbps, *capacity.measurement(backends["datapath"]))
+    if too_fast:
+        log(f"warning: {too_fast}")
+    out_dir, work = prepare(out_dir, spec, plan, findings, backends, link, dil, replace)
     total_it = sum(j["iterations"] for j in plan["jobs"])
     progress = Progress(total_it, "iterations", desc=spec.name, quiet=quiet)
     ok = False
@@ -193,6 +199,8 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
         if not ok:
             log(f"run failed or interrupted: partial data kept in {work}")
     summary = write_results(spec, plan, work, measured, dil, topo)
+    if replace and out_dir.exists():
+        shutil.rmtree(out_dir)
     os.rename(work, out_dir)
     chown_to_invoker(out_dir)
     return summary
@@ -334,6 +342,8 @@ def write_results(spec, plan, work, m, dil, topo):
         summary["replan"] = metrics.replan(**rp.summary(), agents_loaded_min=min(loaded, default=None))
     (work / "summary.json").write_text(json.dumps(summary, indent=2))
     pd.DataFrame(metrics.job_rows(summary)).to_csv(work / "jobs.csv", index=False)
+    rows = metrics.distribution_rows({n: (it, np.ones(len(it))) for n, (it, _slow) in steady.items()})
+    pd.DataFrame(rows, columns=metrics.DISTRIBUTION_COLUMNS).to_csv(work / metrics.DISTRIBUTION, index=False)
     return summary
 
 
@@ -374,6 +384,7 @@ def add_step_metrics(summary, plan, iters, flows, steady):
             "flows_prioritized": sum(1 for x in d["flows"] if x.get("priority") is not None),
             "pacing_error_ms_p50": float(np.median(err)) if len(err) else None,
             "pacing_error_rel_p50": float(np.median(np.abs(rel))) if len(rel) else None})
+        steady[name] = (steps, steps / ideal_ms)
         steps_all.extend(steps.tolist())
         ects_all.extend(ect.tolist())
         slow_all.extend((steps / ideal_ms).tolist())
@@ -411,16 +422,6 @@ def shaping_allowance(link_params, window_s):
     return 1 + link_params.burst_bytes * 8 / (link_params.rate_bps * window_s) + 0.01
 
 
-def iteration_times_ms(w0):
-    """Iteration times of a job from its leader's rows: start to next start (a re-alignment pause
-    before an iteration is part of the iteration before it, as it would be in a training log); the
-    last iteration ends at its end."""
-    starts, ends = w0.start.to_numpy(), w0.end.to_numpy()
-    if len(starts) == 0:
-        return np.array([])
-    return np.append(np.diff(starts), ends[-1] - starts[-1]) * 1000
-
-
 def shift_errors_ms(name, j, plan, iters, started):
     """How far a job's communication starts were from where its shift put them.
 
@@ -450,11 +451,8 @@ def job_metrics(j, iters, m):
     summaries; also its steady iteration times (ms) for the totals."""
     name = j["name"]
     w0 = iters[(iters.job == name) & (iters.worker == 0)].sort_values("iteration")
-    bounds = np.cumsum([sg["iterations"] for sg in j.get("segments", [])])[:-1]
-    cuts = [0] + [int(np.searchsorted(w0.iteration.to_numpy(), b)) for b in bounds] + [len(w0)]
-    pieces = [w0.iloc[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
-    it_ms = np.concatenate([iteration_times_ms(p) for p in pieces]) if len(w0) else np.array([])
-    steady = it_ms[1:] if len(it_ms) > 1 else it_ms
+    pieces = metrics.segment_pieces(w0, j.get("segments"))
+    steady = metrics.steady_iteration_ms(w0, j.get("segments"))
     comm = np.concatenate([metrics.comm_ms(p) for p in pieces]) if len(w0) else np.array([])
     ce0, ce1 = m["ce0"], m["ce1"]
     marks = sum(ce1[k] - ce0.get(k, 0) for k in ce1 if k[0] in tags_of(name, {t for t, _h in ce1}))

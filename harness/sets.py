@@ -527,8 +527,8 @@ def write_csvs(table, out):
 
 def simulated_run(spec, d, quiet=False, log=None):
     """``execute``'s ``run`` for ``--simulate``: the spec in harness.sim, its directory in ``d``."""
-    from harness.simulate import simulate_spec, write_run
-    return write_run(spec, d, simulate_spec(spec))
+    from harness.simulate import simulate_run
+    return simulate_run(spec, d)
 
 
 def markers(st, kind="reproduce"):

@@ -7,6 +7,7 @@ import shutil
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -16,21 +17,41 @@ from harness.sim.engine import Simulator
 from harness.spec import SpecError
 
 
-def simulate_spec(spec, progress=None, **kw):
+def simulate_spec(spec, progress=None, times=None, **kw):
     """summary.json (simulator schema) of ``spec``; ``progress(finished jobs)`` at every event;
-    keyword arguments go to harness.sim.Simulator."""
+    ``times``, a dict, receives each job's modelled iteration times, as
+    harness.metrics.distribution_rows takes them; keyword arguments go to harness.sim.Simulator."""
     if spec.has_programs:
-        return simulate_programs(spec)
+        summary = simulate_programs(spec)
+        if times is not None:           # one step stands for all of a job's steps
+            times.update({n: (np.array([j["iteration_ms_mean"]]), np.array([float(j["iterations"])]))
+                          for n, j in summary["jobs"].items()})
+        return summary
     spec, tuning = resolve_timers(spec)
-    summary = Simulator(spec, **kw).run(progress)
+    sim = Simulator(spec, **kw)
+    summary = sim.run(progress)
+    if times is not None:
+        times.update(sim.iteration_times)
     if tuning:
         summary.setdefault("params", {})["tuning"] = tuning
     return summary
 
 
-def write_run(spec, d, summary, replace=False):
+def simulate_run(spec, out=None, replace=False, progress=None):
+    """``interleave simulate [--out DIR]``, ``reproduce --simulate``'s runs and the Python API's
+    ``simulate``: the summary of ``spec`` simulated and, with ``out``, its results directory
+    (``write_run``; the caller has checked that ``out`` may take it: harness.provenance.refuse_other)."""
+    times = {}
+    summary = simulate_spec(spec, progress=progress, times=times)
+    if out is not None:
+        write_run(spec, out, summary, replace=replace, times=times)
+    return summary
+
+
+def write_run(spec, d, summary, replace=False, times=None):
     """A simulated run's results directory ``d``: spec.yaml, summary.json (with the background load
-    and the versions), jobs.csv (harness.metrics.job_rows) and provenance.json, written under
+    and the versions), jobs.csv (harness.metrics.job_rows), iteration_ms.csv (``times``, as
+    ``simulate_spec`` gave them: harness.metrics.distribution_rows) and provenance.json, written under
     ``<d>.partial`` first. A new ``d`` is that directory renamed; into an existing one the files are moved (the caller has checked that
     it holds this spec's simulated results: harness.provenance.stale), or with ``replace`` it is
     removed first (nothing of other results is left beside the new ones)."""
@@ -44,6 +65,8 @@ def write_run(spec, d, summary, replace=False):
     (work / "spec.yaml").write_text(yaml.safe_dump(spec.raw, sort_keys=False))
     (work / "summary.json").write_text(json.dumps(summary, indent=2))
     pd.DataFrame(metrics.job_rows(summary)).to_csv(work / "jobs.csv", index=False)
+    pd.DataFrame(metrics.distribution_rows(times or {}), columns=metrics.DISTRIBUTION_COLUMNS).to_csv(
+        work / metrics.DISTRIBUTION, index=False)
     provenance.write(work, spec, "simulated")
     if d.exists() and replace:
         shutil.rmtree(d)

@@ -36,24 +36,24 @@ def simulate(spec, scheduler=None, background=None, out=None, force=False):
     directory (as ``interleave simulate --out``: refused if it holds the emulator's or another spec's
     results, unless ``force``)."""
     from harness import provenance
-    from harness.simulate import simulate_spec, write_run
+    from harness.simulate import simulate_run
     s = load_spec(spec, scheduler)
     if background is not None:
         if not 0 <= background < 1:
             raise UsageError(f"background: {background} is not a fraction in [0, 1)")
         s.background = background
     provenance.refuse_other(out, s, "simulated", force, name="out", hint="force=True")
-    summary = simulate_spec(s)
-    if out is None:
-        return Result(summary)
-    write_run(s, out, summary, replace=force)
-    return Result(summary, Path(out))
+    summary = simulate_run(s, out, replace=force)
+    return Result(summary, None if out is None else Path(out))
 
 
-def run(spec, out, scheduler=None, quiet=True, log=lambda msg: None):
-    """The spec emulated (needs root): writes the results directory ``out`` and returns its Result."""
+def run(spec, out, scheduler=None, quiet=True, log=lambda msg: None, force=False):
+    """The spec emulated (needs root): writes the results directory ``out`` (one that exists is
+    refused unless ``force``: it is then replaced when the run completes) and returns its Result."""
     from harness.runner import run as emulate
-    emulate(load_spec(spec, scheduler), str(out), quiet=quiet, log=log)
+    if Path(out).exists() and not force:
+        raise UsageError(f"out: {out} exists; choose another directory, or force=True to replace it")
+    emulate(load_spec(spec, scheduler), str(out), quiet=quiet, log=log, replace=force)
     return read_results(out)
 
 
@@ -68,8 +68,8 @@ def read_results(directory):
 
 class Result:
     """One run's results: ``summary`` (summary.json as a dict), ``totals`` (dict), and DataFrames
-    ``jobs`` (one row per job), ``iterations`` and ``links`` (emulated runs: iterations.csv and
-    links.csv; None for a simulation)."""
+    ``jobs`` (one row per job), ``iteration_ms`` (iteration_ms.csv, both backends), ``iterations``
+    and ``links`` (emulated runs: iterations.csv and links.csv; None for a simulation)."""
 
     def __init__(self, summary, directory=None):
         self.summary, self.directory = summary, directory
@@ -97,6 +97,13 @@ class Result:
     @property
     def iterations(self):
         return self._csv("iterations.csv")
+
+    @property
+    def iteration_ms(self):
+        """iteration_ms.csv (both backends): each job's steady iteration times and how many iterations
+        each stands for (emulated: 1; simulated: the model's times, weighted by the iterations run at
+        each), so ``np.average(df.iteration_ms, weights=df.iterations)`` is the summary's mean."""
+        return self._csv("iteration_ms.csv")
 
     @property
     def links(self):

@@ -298,6 +298,7 @@ class Simulator:
 
     def _summary(self, acc, finished, queue_s, segments, epochs, wall):
         spec = self.spec
+        self.iteration_times = {}       # {job: (modelled iteration ms, iterations run at each)}
         jobs, all_it, all_w, all_slow, overhead = {}, [], [], [], []
         for j in spec.jobs:
             a = acc.get(j.name)
@@ -307,6 +308,7 @@ class Simulator:
             vals = np.concatenate(a.samples)
             wts = np.concatenate([np.full(len(s), w / len(s)) for s, w in zip(a.samples, a.weights)])
             mean = metrics.mean(vals, wts)
+            self.iteration_times[j.name] = (vals, wts)
             all_it.append(vals)
             all_w.append(wts)
             all_slow.append(vals / prof.iteration_ms)

@@ -26,6 +26,7 @@ undilated runs was flagged by the guard in CI (2026-12-04). Measured at 2 on suc
 (2026-12-04, two runs of this test, quiet): CASSINI 300.4-305.1 ms (0-36 marks), themis 320.6-362.2
 ms (1,689-3,332 marks), every run kept, the guard's busy seconds at most 1.5 % (limit 10 %).
 """
+import pandas as pd
 import pytest
 import yaml
 
@@ -35,7 +36,8 @@ from tests.helpers import ROOT, TEST_DILATION, interleave, run_kept
 
 pytestmark = pytest.mark.root
 
-FILES = {"spec.yaml", "schedule.json", "environment.json", "iterations.csv", "links.csv", "summary.json"}
+FILES = {"spec.yaml", "schedule.json", "environment.json", "iterations.csv", "links.csv", "summary.json",
+         "jobs.csv", "iteration_ms.csv", "provenance.json"}
 PAIRS = 3
 SHORT_ITERATIONS = 12
 
@@ -61,6 +63,10 @@ def run_pair(tmp_path, spec, i, iterations):
         assert not d.with_name(d.name + ".partial").exists(), f"run {d}: a .partial directory was left"
         done = {n: j["iterations"] for n, j in s["jobs"].items()}
         assert set(done.values()) == {iterations}, f"run {d}: iterations {done} ({iterations} each expected)"
+        dist = pd.read_csv(d / "iteration_ms.csv")      # the iterations the summary's statistics are over
+        means = {n: g.iteration_ms.mean() for n, g in dist.groupby("job")}
+        assert set(means) == set(s["jobs"]) and all(abs(means[n] - j["iteration_ms_mean"]) < 0.01
+                                                    for n, j in s["jobs"].items()), (d, means)
         out[sched] = (s, d)
     return out
 

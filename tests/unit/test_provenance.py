@@ -97,7 +97,8 @@ def test_simulate_out_refuses_an_emulated_directory_unless_forced(tmp_path, caps
     assert json.loads((d / "summary.json").read_text())["totals"] == {}          # untouched
     p = cli_main(capsys, "simulate", str(DEMO), "--out", str(d), "--force")
     assert p.returncode == 0, p.stderr
-    assert sorted(f.name for f in d.iterdir()) == ["jobs.csv", "provenance.json", "spec.yaml", "summary.json"]
+    assert sorted(f.name for f in d.iterdir()) == ["iteration_ms.csv", "jobs.csv", "provenance.json", "spec.yaml",
+                                                  "summary.json"]
     assert provenance.read(d)["backend"] == "simulated"
 
 
@@ -110,3 +111,16 @@ def test_simulate_out_refuses_another_specs_results_and_rewrites_its_own(tmp_pat
     assert (d / "notes.txt").read_text() == "mine"
     p = cli_main(capsys, "simulate", str(DEMO), "--scheduler", "themis", "--out", str(d))
     assert p.returncode == 2 and "it holds scheduler themis+cassini's results, not themis's" in p.stderr, p.stderr
+
+
+def test_run_out_refuses_a_directory_that_exists_before_anything_is_built(tmp_path, capsys):
+    """``run --out`` into a simulated run's directory: one line naming what it holds, exit 2, before
+    the root check and the fabric (the test runs as any user); ``--force`` is the way to replace it."""
+    d = tmp_path / "sim"
+    assert cli_main(capsys, "simulate", str(DEMO), "--out", str(d)).returncode == 0
+    p = cli_main(capsys, "run", str(DEMO), "--out", str(d))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert f"--out: {d} exists (it holds simulated results); choose another directory, or --force" in p.stderr
+    (tmp_path / "other").mkdir()
+    p = cli_main(capsys, "run", str(DEMO), "--out", str(tmp_path / "other"))
+    assert p.returncode == 2 and f"--out: {tmp_path / 'other'} exists; choose another directory" in p.stderr

@@ -8,7 +8,8 @@ from harness.replay import COLUMNS
 from harness.report import report
 from harness.linkmodel import LinkParams
 from harness.schedulers.plan import groups
-from harness.runner import iteration_times_ms, max_window_utilization, shaping_allowance
+from harness.metrics import iteration_times_ms
+from harness.runner import max_window_utilization, shaping_allowance
 
 
 def test_iteration_time_includes_a_realignment_pause():

@@ -70,7 +70,8 @@ def test_cluster_workers_send_their_directories_back(tmp_path, two_workers):
     failed, logs, pmd, pjs = on_dask(st, tmp_path / "via", cluster=two_workers, remote_scratch=scratch)
     assert failed == [] and (pmd, pjs) == (md, js)
     landed = tmp_path / "via/demo/themis-r0"
-    assert sorted(p.name for p in landed.iterdir()) == ["jobs.csv", "provenance.json", "spec.yaml", "summary.json"]
+    assert sorted(p.name for p in landed.iterdir()) == ["iteration_ms.csv", "jobs.csv", "provenance.json", "spec.yaml",
+                                                        "summary.json"]
     assert not list(tmp_path.glob("via/**/*.receiving"))
     assert not [p for p in scratch.rglob("*") if p.is_file()]       # the worker keeps no copy
 
