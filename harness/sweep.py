@@ -304,7 +304,8 @@ def execute(st, out, run_dir, run, log, workers=None, cluster=None, emulated=Fal
                         aside = f"; an earlier attempt's partial directory kept as {res['set_aside']}" \
                             if res["set_aside"] else ""
                         say(f"[{done}/{len(todo)}] {task['label']} (seed {task['seed']}) -> {d}: "
-                            f"{res['wall_s']:.1f} s on {res['host']} {res['worker']}{aside}")
+                            f"{res['wall_s']:.1f} s on {res['host']} {res['worker']}{aside}"
+                            f"{time_left(time.monotonic() - t0, done, len(todo))}")
                         continue
                     exc = f.exception()
                     if isinstance(exc, KilledWorker) and attempt < RETRIES:
@@ -317,7 +318,7 @@ def execute(st, out, run_dir, run, log, workers=None, cluster=None, emulated=Fal
                 status = _status(c, running, queue, done, len(todo))
                 now = time.monotonic()
                 if (queue or running) and (status != last_status or now - last_print >= STATUS_EVERY_S):
-                    say(f"  {status}; {hms(now - t0)} elapsed")
+                    say(f"  {status}; {hms(now - t0)} elapsed{time_left(now - t0, done, len(todo))}")
                     last_status, last_print = status, now
         finally:
             if running:
@@ -325,6 +326,14 @@ def execute(st, out, run_dir, run, log, workers=None, cluster=None, emulated=Fal
     log(f"set {st['name']}: {done} run(s) in {hms(time.monotonic() - t0)}"
         + (f", {len(failed)} did not complete" if failed else ""))
     return failed
+
+
+def time_left(elapsed_s, done, total):
+    """", about T left" at the set's pace so far (runs finished per second, over every worker), or ""
+    before the first run finishes."""
+    if not done or done >= total:
+        return ""
+    return f", about {hms(elapsed_s / done * (total - done))} left"
 
 
 def _status(c, running, queue, done, total):

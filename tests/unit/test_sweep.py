@@ -193,3 +193,10 @@ def test_command_line_errors_are_one_line_with_their_status(capsys, monkeypatch,
     status, err = reproduce(capsys, "--cluster", two_workers, *out)        # emulated: nobody offers a fabric
     assert status == 3 and "no worker offers fabric=1" in err and err.count("\n") == 1
     assert not (tmp_path / "x").exists()                                  # nothing ran, nothing written
+
+
+def test_the_time_left_is_the_pace_so_far_over_every_worker():
+    from harness.sweep import time_left
+    assert time_left(30.0, 0, 8) == ""                        # nothing finished: no pace yet
+    assert time_left(30.0, 3, 8) == ", about 50 s left"       # 10 s a run so far, 5 to go
+    assert time_left(95.0, 8, 8) == ""
