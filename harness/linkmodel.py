@@ -38,6 +38,7 @@ DEFAULT_RATE_MBPS = 50.0
 DEFAULT_MTU = 9000
 SHARING = ("fifo", "fair", "priority")   # link.sharing: the switch egress queue discipline (harness.qdisc.htb_cmds)
 MTU_RANGE = (576, 9000)
+LINK_KEYS = ("rate_mbps", "ecn_k_bytes", "queue_bytes", "mtu", "sharing", "delay_ms")   # a spec's link block
 
 
 class LinkError(BadValue):
@@ -92,7 +93,7 @@ class LinkParams:
     def from_spec(cls, link, reference_gbps=REFERENCE_GBPS):
         """Build from the spec's ``link`` mapping (keys: rate_mbps, ecn_k_bytes, queue_bytes, mtu, sharing, delay_ms)."""
         link = dict(link or {})
-        allowed = {"rate_mbps", "ecn_k_bytes", "queue_bytes", "mtu", "sharing", "delay_ms"}
+        allowed = LINK_KEYS
         for key in link:
             if key not in allowed:
                 raise LinkError(f"link.{key}", link[key], "unknown key; allowed: " + ", ".join(sorted(allowed)))

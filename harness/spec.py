@@ -25,6 +25,11 @@ JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "tim
             "data_parallel",
             "batch_size"}
 FLOW_SCHEDULERS = ("fair", "coflow", "echelon")
+TRACE_KEYS = {"kind", "jobs", "load", "models", "workers", "iterations", "iterations_scale", "arriving", "arrival_s",
+              "burst"}                  # trace kinds snapshot, poisson, dynamic (workloads.traces.generate)
+CSV_TRACE_KEYS = {"kind", "file", "applications", "jobs", "time_scale", "iterations", "iterations_scale", "batch"}
+TELEMETRY_KEYS = ("period_ms",)
+BACKGROUND_KEYS = ("load",)
 CASSINI_KEYS = {"discretization_deg": 5.0, "candidates": 10, "quantum_ms": 5.0, "max_perimeter_ms": 10000.0,
                 "aggregate": "mean", "exact_max_jobs": 3, "loops": "reject", "align_min_score": 0.9,
                 "common_period": 0.0}
@@ -422,8 +427,8 @@ def _cassini(where, raw):
 def _telemetry(where, raw):
     telemetry = mapping(where, "telemetry", raw.get("telemetry"), "a mapping {period_ms}")
     for k, v in telemetry.items():
-        if k != "period_ms":
-            raise SpecError(where, f"telemetry.{k}", v, "unknown key; allowed: period_ms")
+        if k not in TELEMETRY_KEYS:
+            raise SpecError(where, f"telemetry.{k}", v, "unknown key; allowed: " + ", ".join(TELEMETRY_KEYS))
         if not 10 <= _float(where, "telemetry.period_ms", v, strict=True) <= 60_000:
             raise SpecError(where, "telemetry.period_ms", v, "in [10, 60000] ms")
 
@@ -433,8 +438,8 @@ def _background(where, raw):
     if not isinstance(bg, dict):
         raise SpecError(where, "background", bg, "a mapping {load: fraction of every switch-to-switch link}")
     for k in bg:
-        if k != "load":
-            raise SpecError(where, f"background.{k}", bg[k], "unknown key; allowed: load")
+        if k not in BACKGROUND_KEYS:
+            raise SpecError(where, f"background.{k}", bg[k], "unknown key; allowed: " + ", ".join(BACKGROUND_KEYS))
     background = _float(where, "background.load", bg.get("load", 0.0))
     if background >= 1:
         raise SpecError(where, "background.load", background, "a fraction in [0, 1)")
@@ -479,8 +484,7 @@ def _trace_jobs(where, trace, profiles, n_hosts, seed):
                         " | ".join(traces.KINDS))
     if trace["kind"] == "csv":
         return _csv_trace(where, trace, profiles, n_hosts, seed)
-    allowed = {"kind", "jobs", "load", "models", "workers", "iterations", "iterations_scale", "arriving", "arrival_s",
-               "burst"}
+    allowed = TRACE_KEYS
     for k in trace:
         if k not in allowed:
             raise SpecError(where, f"trace.{k}", trace[k], "unknown key; allowed: " + ", ".join(sorted(allowed)))
@@ -530,7 +534,7 @@ def _min_max(where, key, v):
 def _csv_trace(where, trace, profiles, n_hosts, seed):
     """``trace: {kind: csv, file, ...}``: arrivals, applications, replicas and batch sizes from a file
     (workloads.traces.from_rows; the file relative to the spec's directory), every row validated."""
-    allowed = {"kind", "file", "applications", "jobs", "time_scale", "iterations", "iterations_scale", "batch"}
+    allowed = CSV_TRACE_KEYS
     for k in trace:
         if k not in allowed:
             raise SpecError(where, f"trace.{k}", trace[k], "unknown key; allowed: " + ", ".join(sorted(allowed)))

@@ -18,6 +18,8 @@ PARALLELISMS = ("data", "pipeline", "tensor", "hybrid")
 PATTERNS = ("ring_allreduce", "pipeline_p2p", "tensor_allreduce", "alltoall")
 NUMERIC_TOP = ("iteration_ms", "reference_gbps", "batch_size", "workers", "model_mb")
 PHASE_KEYS = ("start_ms", "duration_ms", "gbps")
+PROFILE_KEYS = ("model", "parallelism", "iteration_ms", "reference_gbps", "batch_size", "workers", "model_mb",
+                "phases", "provenance", "notes")
 
 
 class ProfileError(BadValue):
@@ -177,8 +179,7 @@ def from_dict(name, d, where, require_provenance=False):
     """Validate a profile mapping (from a built-in file or a spec's ``profiles``) and build it."""
     if not isinstance(d, dict):
         raise ProfileError(where, name, d, "a mapping")
-    known = {"model", "parallelism", "iteration_ms", "reference_gbps", "batch_size", "workers",
-             "model_mb", "phases", "provenance", "notes"}
+    known = PROFILE_KEYS
     for k in d:
         if k not in known:
             raise ProfileError(where, k, d[k], "unknown key; allowed: " + ", ".join(sorted(known)))

@@ -1,0 +1,338 @@
+"""The spec reference: every key a spec may hold, with its type and range, its default, what it
+means and which schedulers read it. docs/spec.md is generated from it (``python -m harness.specref``).
+
+The key sets and the defaults are not restated here: each section reads them from the module that
+validates it (``spec.TOP_KEYS``, ``spec.CASSINI_KEYS``, ``flowplan.BLOCKS``, ``netsens.DEFAULTS``,
+...), and tests/unit/test_specref.py fails when a validator accepts a key this table does not
+describe, or the table describes one no validator accepts, or docs/spec.md is stale. What this
+module owns is the prose: a key's meaning and who reads it.
+"""
+import inspect
+import sys
+from pathlib import Path
+
+from harness import linkmodel, registry, spec
+from harness.schedulers import flowplan, netsens, reallocation, replan, tiresias
+from harness.telemetry import PERIOD_MS
+from workloads import profiles, traces
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "spec.md"
+ALL = "all"
+NONE = object()            # no default: required, or unset means "off" (the meaning says which)
+
+# section -> (the key set its validator accepts, {key: default}) — read from the owners
+SECTIONS = {
+    "": (spec.TOP_KEYS, {"reference_gbps": 50, "scheduler": registry.DEFAULT_SCHEDULER, "duration_s": 120,
+                         "seed": 1, "time_dilation": 1.0, "flow_scheduler": "fair", "allreduce": spec.ALLREDUCE[0],
+                         "echelon_mechanism": flowplan.MECHANISMS[0], "topology": "{name: fattree}"}),
+    "link": (set(linkmodel.LINK_KEYS), {"rate_mbps": linkmodel.DEFAULT_RATE_MBPS, "mtu": linkmodel.DEFAULT_MTU,
+                                        "sharing": linkmodel.SHARING[0], "delay_ms": 0.0,
+                                        "ecn_k_bytes": "scaled", "queue_bytes": "scaled"}),
+    "profiles.NAME": (set(profiles.PROFILE_KEYS) | {"file"},
+                      {"parallelism": profiles.PARALLELISMS[0],
+                       "reference_gbps": profiles.Profile.__dataclass_fields__["reference_gbps"].default}),
+    "profiles.NAME.phases[i]": (set(profiles.PHASE_KEYS) | {"pattern"}, {"pattern": "by parallelism"}),
+    "jobs[i]": (spec.JOB_KEYS, {"workers": 2, "iterations": 100, "arrival_s": 0.0, "name": "j1, j2, ..."}),
+    **{f"jobs[i].{b}": (set(keys), {k: v for k, v in keys.items() if v is not None})
+       for b, keys in flowplan.BLOCKS.items()},
+    "trace": (spec.TRACE_KEYS, {"workers": [2, 4], "iterations": [200, 1000], "iterations_scale": 1.0, "burst": 1,
+                                "arrival_s": 30.0, "models": "every profile"}),
+    "trace (kind: csv)": (spec.CSV_TRACE_KEYS, {"iterations": [200, 1000], "iterations_scale": 1.0, "time_scale": 1.0,
+                                                "batch": "profile"}),
+    "cassini": (set(spec.CASSINI_KEYS), dict(spec.CASSINI_KEYS)),
+    "telemetry": (set(spec.TELEMETRY_KEYS), {"period_ms": PERIOD_MS}),
+    "background": (set(spec.BACKGROUND_KEYS), {"load": 0.0}),
+    "themis": ({"racks", *reallocation.THEMIS_DEFAULTS},
+               {"racks": spec.THEMIS_RACKS[0], **{k: v for k, v in reallocation.THEMIS_DEFAULTS.items() if v is not None}}),
+    "pollux": (set(reallocation.POLLUX_DEFAULTS), {k: v for k, v in reallocation.POLLUX_DEFAULTS.items() if v is not None}),
+    "netsens": (set(netsens.DEFAULTS), {k: v for k, v in netsens.DEFAULTS.items() if v is not None}),
+    "tiresias": (set(tiresias.DEFAULTS), dict(tiresias.DEFAULTS)),
+    "replan": (set(replan.KEYS), dict(replan.KEYS)),
+}
+
+# (section, key): (type and range, meaning, read by)
+KEYS = {
+    ("", "name"): ("a name (letters, digits, _ . + -; at most 64)",
+                   "The experiment's name; results directories are named after it. Default: the file's name.", ALL),
+    ("", "topology"): ("a topology name, or a mapping {name, PARAMETERS}",
+                       "The fabric: `fattree`, `leafspine`, `dumbbell` or a registered plug-in, with its parameters "
+                       "(below) and `routing: spread | by_destination` (how equal-cost paths are chosen).", ALL),
+    ("", "link"): ("a mapping", "Every link's rate, queue, ECN threshold, MTU, egress discipline and delay.", ALL),
+    ("", "reference_gbps"): ("a number > 0", "The line rate of the cluster the experiment stands for (Gbit/s). "
+                             "A profile's `gbps` are shares of it: a phase at 40 on a 50 Gbit/s reference takes "
+                             "0.8 of `link.rate_mbps`; the ECN threshold and queue scale with rate / reference.", ALL),
+    ("", "profiles"): ("a mapping NAME -> profile, or NAME -> {file: PATH}",
+                       "Models of your own beside the built-ins (`interleave profile --out` writes a file).", ALL),
+    ("", "jobs"): ("a non-empty list of jobs", "The jobs, each one entry. Exactly one of `jobs` or `trace`.", ALL),
+    ("", "trace"): ("a mapping with `kind`", "Jobs drawn from a generator or read from a CSV file, instead of "
+                    "`jobs` (`kind`: " + " | ".join(traces.KINDS) + ").", ALL),
+    ("", "scheduler"): ("a registered scheduler, NAME or NAME+cassini",
+                        "Who places the jobs and chooses their time-shifts: " + ", ".join(sorted(
+                            n for n in registry.scheduler_names())) + ", and plug-ins. `--scheduler` overrides it.",
+                        ALL),
+    ("", "duration_s"): ("a number > 0", "A guard, not the run's length (jobs run their `iterations`): an emulated "
+                         "run still going `duration_s` plus ten minutes (model time) after its start is stopped as "
+                         "hung.", "emulator"),
+    ("", "seed"): ("a whole number >= 0", "The seed of every random draw (traces, `random` placement, CASSINI's "
+                   "candidates); a set's repeat r runs with seed + r.", ALL),
+    ("", "cassini"): ("a mapping", "CASSINI's settings (below).", "NAME+cassini"),
+    ("", "telemetry"): ("a mapping", "How often the controller polls the switches (below).", "emulator"),
+    ("", "flow_scheduler"): (" | ".join(spec.FLOW_SCHEDULERS), "How the flows of pipeline, tensor and data-parallel "
+                             "program jobs share links: TCP (`fair`), coflow order, or EchelonFlow's schedule. "
+                             "`fair` unless jobs have a program block.", "fixed (program jobs)"),
+    ("", "time_dilation"): ("a number >= 1", "The emulated fabric runs at rate / D and every time is stretched by D, "
+                            "so a machine too slow for the links keeps up; results come back in model time.",
+                            "emulator"),
+    ("", "netsens"): ("a mapping", "The network-sensitive delay scheduler's settings (below).", "netsens"),
+    ("", "background"): ("a mapping", "Load on the fabric that is not the jobs' (below).", ALL),
+    ("", "themis"): ("a mapping", "Themis's placement rule and lease auctions (below).", "themis, ideal"),
+    ("", "pollux"): ("a mapping", "Pollux's periodic reallocation (below).", "pollux"),
+    ("", "allreduce"): (" | ".join(spec.ALLREDUCE), "`fixed`: every job's phases as its profile has them; `ring`: a "
+                        "data-parallel job's all-reduce lasts 2(N-1)/N of its model on its own N workers.", ALL),
+    ("", "tiresias"): ("a mapping", "Tiresias's queues (below).", "tiresias"),
+    ("", "replan"): ("a mapping, or unset", "EchelonFlow's priorities re-planned during the run from measured "
+                     "progress (below); unset: planned once.", "fixed:echelon (emulator)"),
+    ("", "echelon_mechanism"): (" | ".join(flowplan.MECHANISMS), "How EchelonFlow's schedule reaches the flows: "
+                                "priority queues (needs `link.sharing: priority`), pacing, or chosen per job.",
+                                "fixed:echelon"),
+    ("", "plugins"): ("a list of Python files (relative to the spec)",
+                      "Files run before the spec is read further; they register schedulers and topologies "
+                      "(docs/plugins.md).", ALL),
+
+    ("link", "rate_mbps"): ("a number > 0", "Every link's rate in Mbit/s of model time (the fabric runs at rate / "
+                            "time_dilation). A run warns when this machine was not measured faithful at it.", ALL),
+    ("link", "ecn_k_bytes"): ("bytes, at least one MTU", "The ECN marking threshold K of every switch egress queue. "
+                              "Default: DCQCN's 80 KB at the reference rate, scaled to the link (at least 10 MTUs).",
+                              ALL),
+    ("link", "queue_bytes"): ("bytes, at least two MTUs", "Every egress queue's length. Default: 320 KB at the "
+                              "reference rate scaled, at least 48 ms of the link and 3 K.", "emulator"),
+    ("link", "mtu"): (f"{linkmodel.MTU_RANGE[0]}-{linkmodel.MTU_RANGE[1]} bytes", "Every interface's MTU.",
+                      "emulator"),
+    ("link", "sharing"): (" | ".join(linkmodel.SHARING), "The switch egress discipline: one FIFO shared by TCP, a "
+                          "queue per job served round-robin, or a queue per flow priority.", ALL),
+    ("link", "delay_ms"): ("ms >= 0", "One-way propagation delay of every link, each direction (netem where the "
+                           "kernel has it).", ALL),
+
+    ("profiles.NAME", "model"): ("text", "The model's name as its source gives it (informative).", ALL),
+    ("profiles.NAME", "parallelism"): (" | ".join(profiles.PARALLELISMS), "How the model is trained; it sets the "
+                                       "phases' default pattern.", ALL),
+    ("profiles.NAME", "iteration_ms"): ("ms > 0 (required)", "One iteration alone on the fabric: compute and "
+                                        "communication.", ALL),
+    ("profiles.NAME", "reference_gbps"): ("a number > 0", "The line rate the phases' `gbps` were measured at; the "
+                                          "spec rescales them to its own `reference_gbps`.", ALL),
+    ("profiles.NAME", "batch_size"): ("a whole number", "The per-GPU batch the profile was measured at (a job's "
+                                      "`batch_size` rescales from it).", ALL),
+    ("profiles.NAME", "workers"): ("a whole number", "The worker count it was measured on (`allreduce: ring` "
+                                   "rescales from it).", ALL),
+    ("profiles.NAME", "model_mb"): ("MB > 0", "The model's size (what a data-parallel all-reduce moves).", ALL),
+    ("profiles.NAME", "phases"): ("a non-empty list", "The communication (Up) phases of one iteration; the time "
+                                  "outside them is compute (Down).", ALL),
+    ("profiles.NAME", "provenance"): ("text", "Where every number comes from (required of built-in profiles).", ALL),
+    ("profiles.NAME", "notes"): ("text", "Free text.", ALL),
+    ("profiles.NAME", "file"): ("a path (relative to the spec)", "The profile read from a file instead; "
+                                "`{file: PATH}` alone.", ALL),
+    ("profiles.NAME.phases[i]", "start_ms"): ("ms >= 0", "When the phase starts in the iteration.", ALL),
+    ("profiles.NAME.phases[i]", "duration_ms"): ("ms > 0", "How long it lasts alone on the fabric.", ALL),
+    ("profiles.NAME.phases[i]", "gbps"): ("a number > 0", "Each worker's sending rate during it, in Gbit/s of the "
+                                          "profile's reference.", ALL),
+    ("profiles.NAME.phases[i]", "pattern"): (" | ".join(profiles.PATTERNS), "Who sends to whom (workloads/patterns.py). "
+                                             "Default: ring_allreduce for data and hybrid, pipeline_p2p, "
+                                             "tensor_allreduce.", ALL),
+
+    ("jobs[i]", "name"): ("a name", "The job's name (unique).", ALL),
+    ("jobs[i]", "model"): ("a built-in model or one under `profiles` (required)", "What the job trains.", ALL),
+    ("jobs[i]", "workers"): ("a whole number, at most the hosts", "GPUs (hosts) it asks for.", ALL),
+    ("jobs[i]", "iterations"): ("a whole number >= 1", "Iterations it runs; then it ends.", ALL),
+    ("jobs[i]", "hosts"): ("a list of `workers` host names", "Pinned hosts: the job runs there under every "
+                           "scheduler (required by `fixed`).", ALL),
+    ("jobs[i]", "arrival_s"): ("s >= 0", "When the job arrives.", ALL),
+    ("jobs[i]", "time_shift_ms"): ("ms in [0, iteration)", "The job's time-shift; refused under a scheduler that "
+                                   "chooses its own.", "fixed"),
+    ("jobs[i]", "pipeline"): ("a mapping", "A pipeline-parallel program job (below) instead of a profile's phases.",
+                              "fixed"),
+    ("jobs[i]", "tensor"): ("a mapping", "A tensor-parallel program job (below).", "fixed"),
+    ("jobs[i]", "data_parallel"): ("a mapping", "A data-parallel program job with bucketed all-reduce (below).",
+                                   "fixed"),
+    ("jobs[i]", "batch_size"): ("a whole number >= 1", "Its per-GPU batch: a data-parallel profile is rescaled "
+                                "(compute proportional to the batch).", ALL),
+    ("jobs[i].pipeline", "schedule"): ("gpipe | 1f1b", "The pipeline schedule of micro-batches.", "fixed"),
+    ("jobs[i].pipeline", "micro_batches"): ("a whole number >= 1", "Micro-batches per step.", "fixed"),
+    ("jobs[i].pipeline", "forward_ms"): ("ms > 0", "A stage's forward pass of one micro-batch. Default: from the "
+                                         "profile.", "fixed"),
+    ("jobs[i].pipeline", "backward_ms"): ("ms > 0", "Its backward pass. Default: from the profile.", "fixed"),
+    ("jobs[i].pipeline", "activation_mb"): ("MB > 0", "What a stage sends the next per micro-batch (forward). "
+                                            "Default: from the profile.", "fixed"),
+    ("jobs[i].pipeline", "gradient_mb"): ("MB > 0", "What a stage sends the previous one per micro-batch (backward). "
+                                          "Default: from the profile.", "fixed"),
+    ("jobs[i].tensor", "layers"): ("a whole number >= 1", "Layers per step, each ending in an all-reduce.", "fixed"),
+    ("jobs[i].tensor", "layer_ms"): ("ms > 0", "One layer's compute. Default: from the profile.", "fixed"),
+    ("jobs[i].tensor", "allreduce_mb"): ("MB > 0", "Each layer's all-reduce. Default: from the profile.", "fixed"),
+    ("jobs[i].data_parallel", "buckets"): ("a whole number >= 1", "Gradient buckets, each all-reduced as the "
+                                           "backward pass frees it.", "fixed"),
+    ("jobs[i].data_parallel", "forward_ms"): ("ms > 0", "The forward pass. Default: from the profile.", "fixed"),
+    ("jobs[i].data_parallel", "backward_ms"): ("ms > 0", "The backward pass. Default: from the profile.", "fixed"),
+    ("jobs[i].data_parallel", "allreduce_mb"): ("MB > 0", "The whole all-reduce. Default: the model's size.", "fixed"),
+
+    ("trace", "kind"): ("snapshot | poisson | dynamic", "`snapshot`: every job at t=0; `poisson`: arrivals at "
+                        "`load`; `dynamic`: a snapshot, then the `arriving` models at `arrival_s`.", ALL),
+    ("trace", "jobs"): ("a whole number >= 1 (required)", "Jobs drawn.", ALL),
+    ("trace", "load"): ("0 < load <= 1.5 (poisson: required)", "Offered load: the mean share of hosts busy.", ALL),
+    ("trace", "models"): ("a list of models", "The models drawn from.", ALL),
+    ("trace", "workers"): ("[min, max], or {workers: weight}", "Each job's workers: uniform in the range, or drawn "
+                           "from the weights.", ALL),
+    ("trace", "iterations"): ("[min, max]", "Each job's iterations, uniform in the range.", ALL),
+    ("trace", "iterations_scale"): ("a number > 0", "Every drawn iteration count multiplied by it.", ALL),
+    ("trace", "arriving"): ("a list of models (dynamic)", "Jobs that arrive after the snapshot.", ALL),
+    ("trace", "arrival_s"): ("s >= 0 (dynamic)", "When the `arriving` jobs arrive.", ALL),
+    ("trace", "burst"): ("a whole number >= 1 (poisson)", "Jobs arrive in bursts of this many, at the same load.", ALL),
+    ("trace (kind: csv)", "kind"): ("csv", "Jobs from a file.", ALL),
+    ("trace (kind: csv)", "file"): ("a CSV file, relative to the spec (required)",
+                                    "Rows `name,time,application,num_replicas,batch_size` (the Pollux traces' "
+                                    "format).", ALL),
+    ("trace (kind: csv)", "applications"): ("a mapping application -> model",
+                                            "Which profile stands for each application, beside the built-in map.",
+                                            ALL),
+    ("trace (kind: csv)", "jobs"): ("a whole number >= 1", "Only the first this many rows.", ALL),
+    ("trace (kind: csv)", "time_scale"): ("a number > 0", "Arrival times multiplied by it.", ALL),
+    ("trace (kind: csv)", "iterations"): ("[min, max]", "Each job's iterations, drawn uniformly.", ALL),
+    ("trace (kind: csv)", "iterations_scale"): ("a number > 0", "Drawn iteration counts multiplied by it.", ALL),
+    ("trace (kind: csv)", "batch"): ("profile | file", "Each model's own batch, or the file's batch_size / "
+                                     "num_replicas per GPU (data-parallel models).", ALL),
+
+    ("cassini", "discretization_deg"): ("a divisor of 360", "Angle of one bin of the unified circle.", "NAME+cassini"),
+    ("cassini", "candidates"): ("a whole number >= 1", "Placements asked of the base scheduler and scored "
+                                "(Algorithm 2).", "NAME+cassini"),
+    ("cassini", "quantum_ms"): ("ms > 0", "Iteration times are rounded to it before the circle's perimeter (their "
+                                "LCM) is taken.", "NAME+cassini"),
+    ("cassini", "max_perimeter_ms"): ("ms > 0", "The longest perimeter; beyond it the quantum grows and the epoch "
+                                      "says `approximate`.", "NAME+cassini"),
+    ("cassini", "aggregate"): ("mean | min", "How a candidate's link scores combine: the mean, or the worst link.",
+                               "NAME+cassini"),
+    ("cassini", "exact_max_jobs"): ("a whole number >= 1", "Links with up to this many jobs are optimised exactly; "
+                                    "more, greedily.", "NAME+cassini"),
+    ("cassini", "loops"): ("reject | joint", "A candidate whose Affinity graph has a loop: rejected (the paper), or "
+                           "its looped jobs optimised together.", "NAME+cassini"),
+    ("cassini", "align_min_score"): ("a score in [0, 1]", "Jobs whose shared links score at least this are "
+                                     "aligned; the others run free.", "NAME+cassini"),
+    ("cassini", "common_period"): ("a fraction in [0, 1]", "Jobs on shared links whose iterations are within this "
+                                   "fraction of the longest run on the longest period (0: never).", "NAME+cassini"),
+
+    ("telemetry", "period_ms"): ("10-60000 ms", "How often the controller reads port counters and the ECN marker "
+                                 "(model time).", "emulator"),
+    ("background", "load"): ("a fraction in [0, 1)", "Share of every switch-to-switch link taken by constant "
+                             "traffic that is not the jobs': those links keep 1 - load of their rate (the emulator "
+                             "shapes them lower).", ALL),
+
+    ("themis", "racks"): (" | ".join(spec.THEMIS_RACKS), "Best fit into the fewest racks, or the paper's rack "
+                          "penalty only.", "themis, ideal"),
+    ("themis", "lease_s"): ("s > 0, or unset", "Every lease_s all GPUs are auctioned again by finish-time "
+                            "fairness; unset: no auctions.", "themis, ideal (simulator)"),
+    ("themis", "restart_s"): ("s >= 0 (with lease_s)", "What a job moved by an auction pays to restart.",
+                              "themis, ideal (simulator)"),
+    ("themis", "max_workers"): ("a whole number >= 1 (with lease_s)", "The most GPUs an auction gives one job.",
+                                "themis, ideal (simulator)"),
+    ("pollux", "interval_s"): ("s > 0, or unset", "Every interval_s worker counts are chosen again for goodput; "
+                               "unset: once, at placement.", "pollux (simulator)"),
+    ("pollux", "restart_s"): ("s >= 0 (with interval_s)", "What a moved job pays to restart.", "pollux (simulator)"),
+
+    ("netsens", "timers"): ("auto, or {high|medium|low: [rack_s, pod_s]}", "How long a job of each sensitivity "
+                            "class waits for a rack, then a pod, before it takes any hosts; `auto`: tuned in the "
+                            "simulator.", "netsens"),
+    ("netsens", "thresholds"): ("[medium, high], 1 <= medium <= high", "Slowdown across pods at which a job is "
+                                "medium, high sensitive.", "netsens"),
+    ("netsens", "expected_background"): ("a fraction in [0, 1)", "The background load sensitivity is judged at when "
+                                         "the spec has none.", "netsens"),
+    ("netsens", "preemption"): ("true | false", "A high-sensitivity job may take a rack from low ones.", "netsens"),
+    ("netsens", "restart_s"): ("s >= 0", "What a preempted job pays when it restarts.", "netsens, tiresias"),
+    ("netsens", "min_run_s"): ("s >= 0", "A job runs at least this long before it may be preempted.", "netsens"),
+    ("netsens", "max_preemptions"): ("a whole number >= 0", "The most times one job is preempted.", "netsens"),
+    ("netsens", "objective"): (" | ".join(netsens.OBJECTIVES), "What `timers: auto` minimises.", "netsens"),
+    ("netsens", "tune_seed"): ("a whole number >= 0, or unset", "The seed of the trace `timers: auto` tunes on; "
+                               "unset: the spec's own trace.", "netsens"),
+    ("netsens", "sensitivity"): (" | ".join(netsens.SOURCES), "A job's sensitivity: measured in emulation for the "
+                                 "built-ins, or computed from its profile.", "netsens"),
+    ("tiresias", "queue_limits"): ("increasing GPU-seconds > 0", "Attained service at which a job drops to the next "
+                                   "queue.", "tiresias"),
+    ("replan", "every_steps"): ("a whole number >= 1", "Re-plan after this many steps of the slowest job.",
+                                "fixed:echelon (emulator)"),
+    ("replan", "window_steps"): ("a whole number >= 1", "Steps of measured progress a plan is made from.",
+                                 "fixed:echelon (emulator)"),
+}
+
+
+def topology_parameters():
+    """{topology name: [(parameter, default)]} of every registered topology, from its builder."""
+    out = {}
+    for name in registry.topology_names():
+        sig = inspect.signature(registry.topology(name).builder)
+        out[name] = [(p.name, p.default) for p in sig.parameters.values()
+                     if p.name != "link" and p.kind is p.POSITIONAL_OR_KEYWORD]
+    return out
+
+
+def _default(section, key):
+    """A default as YAML would spell it, in code; a description (the owner's text with a space, or
+    ``scaled``) as text."""
+    d = SECTIONS[section][1].get(key, NONE)
+    if d is NONE:
+        return "-"
+    if isinstance(d, str) and (" " in d or d == "scaled"):
+        return "scaled to the link" if d == "scaled" else d
+    return f"`{str(d).lower() if isinstance(d, bool) else d}`"
+
+
+def _cell(text):
+    """Markdown table cell: a ``|`` inside it escaped."""
+    return str(text).replace("|", "\\|")
+
+
+def render():
+    """docs/spec.md."""
+    out = ["# Spec reference", "",
+           "<!-- generated by `python -m harness.specref` from harness/specref.py and the validators it reads; "
+           "do not edit -->", "",
+           "A spec is one YAML file. Every key below is checked before anything is built: an unknown key, a wrong "
+           "type or a value out of range is one line naming the file, the key and what is allowed (exit status 2). "
+           "*Read by* names the schedulers or the backend that use a key (`all`: every scheduler, both backends; "
+           "`emulator`: `interleave run` only). Units: ms and s of model time, Mbit/s for the emulated links, "
+           "Gbit/s of the reference cluster for profiles. Examples: `experiments/*.yaml`; a walkthrough: "
+           "[walkthrough.md](walkthrough.md); the words: [concepts.md](concepts.md).", ""]
+    for section in SECTIONS:
+        keys = sorted(k for s, k in KEYS if s == section)
+        title = "Top level" if not section else f"`{section}`"
+        out += [f"## {title}", "", "| key | type and range | default | meaning | read by |",
+                "| --- | --- | --- | --- | --- |"]
+        order = [k for k in _order(section) if k in keys] + [k for k in keys if k not in _order(section)]
+        for k in order:
+            typ, meaning, who = KEYS[(section, k)]
+            out.append("| " + " | ".join(_cell(c) for c in (f"`{k}`", typ, _default(section, k), meaning, who)) + " |")
+        out.append("")
+        if section == "":
+            out += ["### `topology` parameters", "", "| topology | parameters (default) |", "| --- | --- |"]
+            for name, params in topology_parameters().items():
+                ps = ", ".join(f"`{p}` (`{d}`)" for p, d in params) or "none"
+                out.append(f"| `{name}` | {ps}; `routing` (`spread`) |")
+            out.append("")
+    return "\n".join(out)
+
+
+def _order(section):
+    """The keys in the order the validator lists them where it has one (a dict or tuple), else sorted."""
+    keys = SECTIONS[section][0]
+    return list(keys) if not isinstance(keys, (set, frozenset)) else sorted(keys)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    text = render() + "\n"
+    if argv == ["--check"]:
+        ok = DOC.is_file() and DOC.read_text() == text
+        print("docs/spec.md is up to date" if ok else "docs/spec.md is stale: python -m harness.specref")
+        return 0 if ok else 1
+    DOC.write_text(text)
+    print(f"written: {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
