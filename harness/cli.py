@@ -95,6 +95,12 @@ def cmd_netcheck(args):
     return 0 if result["ok"] else 1
 
 
+def warn_unread(spec):
+    """One line per settings block the spec holds that its scheduler does not read."""
+    for w in spec.warnings:
+        log(f"warning: {w}")
+
+
 def check_out(path, kind):
     """Refuse an output path before any work: ``kind`` "file" (its directory must exist, it must not
     be a directory) or "dir" (it must not be a file; its parent must exist)."""
@@ -115,6 +121,7 @@ def cmd_schedule(args):
     from harness.schedulers.plan import ScheduleError, schedule
     check_out(args.out, "file")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
+    warn_unread(spec)
     bar = Progress(len(spec.jobs), "jobs", desc=f"schedule {spec.name}", delay_s=LONG_S)
     try:
         out = schedule(spec, progress=bar.update)
@@ -219,6 +226,7 @@ def cmd_run(args):
     from harness.schedulers.plan import ScheduleError
     check_out(args.out, "dir")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
+    warn_unread(spec)
     if spec.policy_class.alone:
         raise BadValue("scheduler", spec.scheduler, f"not in the emulator: {spec.base} runs every job alone, which "
                        "only the simulator can do on a shared fabric; use interleave simulate", where=args.spec)
@@ -336,6 +344,7 @@ def cmd_simulate(args):
     from harness.simulate import simulate_run
     check_out(args.out, "dir")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
+    warn_unread(spec)
     if args.background is not None:
         if not 0 <= args.background < 1:
             raise UsageError(f"--background: {args.background} is not a fraction in [0, 1)")

@@ -61,13 +61,16 @@ class PlacementPolicy:
 
     Class attributes a policy may set: ``cassini`` (False: ``NAME+cassini`` is refused), ``alone``
     (the simulator runs each job as if alone on the fabric), ``keeps_spec_shifts`` (jobs keep the
-    spec's ``time_shift_ms``), ``requires_pinned_hosts`` (every job must name its ``hosts``).
+    spec's ``time_shift_ms``), ``requires_pinned_hosts`` (every job must name its ``hosts``),
+    ``reads`` (the spec's settings blocks it reads, e.g. ``("themis",)``: a spec holding a block
+    that its scheduler does not read gets a warning, and docs/spec.md names each block's readers).
     ``self.spec`` is the loaded spec (``seed``, ``jobs``, ``topology``, ``profiles``).
     """
     cassini = True
     alone = False
     keeps_spec_shifts = False
     requires_pinned_hosts = False
+    reads = ()
 
     @classmethod
     def from_spec(cls, spec):
@@ -128,6 +131,7 @@ class EventPolicy:
     alone = False
     keeps_spec_shifts = False
     requires_pinned_hosts = False
+    reads = ()                  # the spec's settings blocks it reads (PlacementPolicy)
     tunes_timers = False        # the planner resolves ``timers: auto`` first (netsens)
 
     def __init__(self, spec, routes):

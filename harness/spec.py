@@ -25,6 +25,7 @@ JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "tim
             "data_parallel",
             "batch_size"}
 FLOW_SCHEDULERS = ("fair", "coflow", "echelon")
+SCHEDULER_BLOCKS = ("cassini", "themis", "pollux", "netsens", "tiresias")   # settings read by some schedulers only
 TRACE_KEYS = {"kind", "jobs", "load", "models", "workers", "iterations", "iterations_scale", "arriving", "arrival_s",
               "burst"}                  # trace kinds snapshot, poisson, dynamic (workloads.traces.generate)
 CSV_TRACE_KEYS = {"kind", "file", "applications", "jobs", "time_scale", "iterations", "iterations_scale", "batch"}
@@ -108,6 +109,7 @@ class Spec:
     source: str = ""
     raw: dict = field(default_factory=dict)
     plugins: list = field(default_factory=list)     # plug-in files loaded for this spec (resolved paths)
+    warnings: list = field(default_factory=list)    # settings its scheduler does not read (unread_blocks)
 
     @property
     def base(self):
@@ -273,11 +275,28 @@ def from_mapping(raw, where="spec", base_dir="."):
     replan = validate_replan(where, raw, SpecError)
     from harness.schedulers.flowplan import validate_mechanism
     mechanism = validate_mechanism(where, raw, link.sharing, SpecError)
+    warnings = [f"{where}: {b}: no effect under scheduler {scheduler} (read by {', '.join(readers(b))})"
+                for b in unread_blocks(raw, scheduler)]
     return Spec(name=name, topology=topo, link=link, reference_gbps=ref, profiles=profiles, jobs=jobs,
                 scheduler=scheduler, duration_s=duration, seed=seed, cassini=cassini, time_dilation=dilation,
                 netsens=netsens, themis=themis, pollux=pollux, tiresias=tiresias, background=background, flow_scheduler=fs, replan=replan,
                 echelon_mechanism=mechanism, source=where,
-                raw=self_contained(raw, plugins, inlined), plugins=plugins)
+                raw=self_contained(raw, plugins, inlined), plugins=plugins, warnings=warnings)
+
+
+def readers(block):
+    """The registered schedulers that read the spec's settings block ``block`` (``reads`` of their
+    policy class; ``cassini``: every NAME+cassini)."""
+    if block == "cassini":
+        return ["NAME+cassini"]
+    return [n for n in registry.scheduler_names() if block in registry.lookup(n).cls.reads]
+
+
+def unread_blocks(raw, scheduler):
+    """The settings blocks (SCHEDULER_BLOCKS) in ``raw`` that ``scheduler`` does not read. Not an error:
+    an experiment set runs one spec under several schedulers; the commands warn."""
+    entry, with_cassini = registry.resolve(scheduler)
+    return [b for b in SCHEDULER_BLOCKS if raw.get(b) and not (with_cassini if b == "cassini" else b in entry.cls.reads)]
 
 
 def self_contained(raw, plugins, profiles):

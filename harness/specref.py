@@ -18,6 +18,7 @@ from workloads import profiles, traces
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "spec.md"
 ALL = "all"
+READERS = object()         # the schedulers whose policy class declares it reads the block (spec.readers)
 NONE = object()            # no default: required, or unset means "off" (the meaning says which)
 
 # section -> (the key set its validator accepts, {key: default}) — read from the owners
@@ -75,7 +76,7 @@ KEYS = {
                          "hung.", "emulator"),
     ("", "seed"): ("a whole number >= 0", "The seed of every random draw (traces, `random` placement, CASSINI's "
                    "candidates); a set's repeat r runs with seed + r.", ALL),
-    ("", "cassini"): ("a mapping", "CASSINI's settings (below).", "NAME+cassini"),
+    ("", "cassini"): ("a mapping", "CASSINI's settings (below).", READERS),
     ("", "telemetry"): ("a mapping", "How often the controller polls the switches (below).", "emulator"),
     ("", "flow_scheduler"): (" | ".join(spec.FLOW_SCHEDULERS), "How the flows of pipeline, tensor and data-parallel "
                              "program jobs share links: TCP (`fair`), coflow order, or EchelonFlow's schedule. "
@@ -83,13 +84,13 @@ KEYS = {
     ("", "time_dilation"): ("a number >= 1", "The emulated fabric runs at rate / D and every time is stretched by D, "
                             "so a machine too slow for the links keeps up; results come back in model time.",
                             "emulator"),
-    ("", "netsens"): ("a mapping", "The network-sensitive delay scheduler's settings (below).", "netsens"),
+    ("", "netsens"): ("a mapping", "The network-sensitive delay scheduler's settings (below).", READERS),
     ("", "background"): ("a mapping", "Load on the fabric that is not the jobs' (below).", ALL),
-    ("", "themis"): ("a mapping", "Themis's placement rule and lease auctions (below).", "themis, ideal"),
-    ("", "pollux"): ("a mapping", "Pollux's periodic reallocation (below).", "pollux"),
+    ("", "themis"): ("a mapping", "Themis's placement rule and lease auctions (below).", READERS),
+    ("", "pollux"): ("a mapping", "Pollux's periodic reallocation (below).", READERS),
     ("", "allreduce"): (" | ".join(spec.ALLREDUCE), "`fixed`: every job's phases as its profile has them; `ring`: a "
                         "data-parallel job's all-reduce lasts 2(N-1)/N of its model on its own N workers.", ALL),
-    ("", "tiresias"): ("a mapping", "Tiresias's queues (below).", "tiresias"),
+    ("", "tiresias"): ("a mapping", "Tiresias's queues (below).", READERS),
     ("", "replan"): ("a mapping, or unset", "EchelonFlow's priorities re-planned during the run from measured "
                      "progress (below); unset: planned once.", "fixed:echelon (emulator)"),
     ("", "echelon_mechanism"): (" | ".join(flowplan.MECHANISMS), "How EchelonFlow's schedule reaches the flows: "
@@ -199,23 +200,22 @@ KEYS = {
     ("trace (kind: csv)", "batch"): ("profile | file", "Each model's own batch, or the file's batch_size / "
                                      "num_replicas per GPU (data-parallel models).", ALL),
 
-    ("cassini", "discretization_deg"): ("a divisor of 360", "Angle of one bin of the unified circle.", "NAME+cassini"),
+    ("cassini", "discretization_deg"): ("a divisor of 360", "Angle of one bin of the unified circle.", READERS),
     ("cassini", "candidates"): ("a whole number >= 1", "Placements asked of the base scheduler and scored "
-                                "(Algorithm 2).", "NAME+cassini"),
+                                "(Algorithm 2).", READERS),
     ("cassini", "quantum_ms"): ("ms > 0", "Iteration times are rounded to it before the circle's perimeter (their "
-                                "LCM) is taken.", "NAME+cassini"),
+                                "LCM) is taken.", READERS),
     ("cassini", "max_perimeter_ms"): ("ms > 0", "The longest perimeter; beyond it the quantum grows and the epoch "
-                                      "says `approximate`.", "NAME+cassini"),
-    ("cassini", "aggregate"): ("mean | min", "How a candidate's link scores combine: the mean, or the worst link.",
-                               "NAME+cassini"),
+                                      "says `approximate`.", READERS),
+    ("cassini", "aggregate"): ("mean | min", "How a candidate's link scores combine: the mean, or the worst link.", READERS),
     ("cassini", "exact_max_jobs"): ("a whole number >= 1", "Links with up to this many jobs are optimised exactly; "
-                                    "more, greedily.", "NAME+cassini"),
+                                    "more, greedily.", READERS),
     ("cassini", "loops"): ("reject | joint", "A candidate whose Affinity graph has a loop: rejected (the paper), or "
-                           "its looped jobs optimised together.", "NAME+cassini"),
+                           "its looped jobs optimised together.", READERS),
     ("cassini", "align_min_score"): ("a score in [0, 1]", "Jobs whose shared links score at least this are "
-                                     "aligned; the others run free.", "NAME+cassini"),
+                                     "aligned; the others run free.", READERS),
     ("cassini", "common_period"): ("a fraction in [0, 1]", "Jobs on shared links whose iterations are within this "
-                                   "fraction of the longest run on the longest period (0: never).", "NAME+cassini"),
+                                   "fraction of the longest run on the longest period (0: never).", READERS),
 
     ("telemetry", "period_ms"): ("10-60000 ms", "How often the controller reads port counters and the ECN marker "
                                  "(model time).", "emulator"),
@@ -224,35 +224,33 @@ KEYS = {
                              "shapes them lower).", ALL),
 
     ("themis", "racks"): (" | ".join(spec.THEMIS_RACKS), "Best fit into the fewest racks, or the paper's rack "
-                          "penalty only.", "themis, ideal"),
+                          "penalty only.", READERS),
     ("themis", "lease_s"): ("s > 0, or unset", "Every lease_s all GPUs are auctioned again by finish-time "
-                            "fairness; unset: no auctions.", "themis, ideal (simulator)"),
-    ("themis", "restart_s"): ("s >= 0 (with lease_s)", "What a job moved by an auction pays to restart.",
-                              "themis, ideal (simulator)"),
-    ("themis", "max_workers"): ("a whole number >= 1 (with lease_s)", "The most GPUs an auction gives one job.",
-                                "themis, ideal (simulator)"),
+                            "fairness; unset: no auctions. Simulator only.", READERS),
+    ("themis", "restart_s"): ("s >= 0 (with lease_s)", "What a job moved by an auction pays to restart. Simulator only.", READERS),
+    ("themis", "max_workers"): ("a whole number >= 1 (with lease_s)", "The most GPUs an auction gives one job. Simulator only.", READERS),
     ("pollux", "interval_s"): ("s > 0, or unset", "Every interval_s worker counts are chosen again for goodput; "
-                               "unset: once, at placement.", "pollux (simulator)"),
-    ("pollux", "restart_s"): ("s >= 0 (with interval_s)", "What a moved job pays to restart.", "pollux (simulator)"),
+                               "unset: once, at placement. Simulator only.", READERS),
+    ("pollux", "restart_s"): ("s >= 0 (with interval_s)", "What a moved job pays to restart. Simulator only.", READERS),
 
     ("netsens", "timers"): ("auto, or {high|medium|low: [rack_s, pod_s]}", "How long a job of each sensitivity "
                             "class waits for a rack, then a pod, before it takes any hosts; `auto`: tuned in the "
-                            "simulator.", "netsens"),
+                            "simulator.", READERS),
     ("netsens", "thresholds"): ("[medium, high], 1 <= medium <= high", "Slowdown across pods at which a job is "
-                                "medium, high sensitive.", "netsens"),
+                                "medium, high sensitive.", READERS),
     ("netsens", "expected_background"): ("a fraction in [0, 1)", "The background load sensitivity is judged at when "
-                                         "the spec has none.", "netsens"),
-    ("netsens", "preemption"): ("true | false", "A high-sensitivity job may take a rack from low ones.", "netsens"),
-    ("netsens", "restart_s"): ("s >= 0", "What a preempted job pays when it restarts.", "netsens, tiresias"),
-    ("netsens", "min_run_s"): ("s >= 0", "A job runs at least this long before it may be preempted.", "netsens"),
-    ("netsens", "max_preemptions"): ("a whole number >= 0", "The most times one job is preempted.", "netsens"),
-    ("netsens", "objective"): (" | ".join(netsens.OBJECTIVES), "What `timers: auto` minimises.", "netsens"),
+                                         "the spec has none.", READERS),
+    ("netsens", "preemption"): ("true | false", "A high-sensitivity job may take a rack from low ones.", READERS),
+    ("netsens", "restart_s"): ("s >= 0", "What a preempted job pays when it restarts.", READERS),
+    ("netsens", "min_run_s"): ("s >= 0", "A job runs at least this long before it may be preempted.", READERS),
+    ("netsens", "max_preemptions"): ("a whole number >= 0", "The most times one job is preempted.", READERS),
+    ("netsens", "objective"): (" | ".join(netsens.OBJECTIVES), "What `timers: auto` minimises.", READERS),
     ("netsens", "tune_seed"): ("a whole number >= 0, or unset", "The seed of the trace `timers: auto` tunes on; "
-                               "unset: the spec's own trace.", "netsens"),
+                               "unset: the spec's own trace.", READERS),
     ("netsens", "sensitivity"): (" | ".join(netsens.SOURCES), "A job's sensitivity: measured in emulation for the "
-                                 "built-ins, or computed from its profile.", "netsens"),
+                                 "built-ins, or computed from its profile.", READERS),
     ("tiresias", "queue_limits"): ("increasing GPU-seconds > 0", "Attained service at which a job drops to the next "
-                                   "queue.", "tiresias"),
+                                   "queue.", READERS),
     ("replan", "every_steps"): ("a whole number >= 1", "Re-plan after this many steps of the slowest job.",
                                 "fixed:echelon (emulator)"),
     ("replan", "window_steps"): ("a whole number >= 1", "Steps of measured progress a plan is made from.",
@@ -305,6 +303,8 @@ def render():
         order = [k for k in _order(section) if k in keys] + [k for k in keys if k not in _order(section)]
         for k in order:
             typ, meaning, who = KEYS[(section, k)]
+            if who is READERS:
+                who = ", ".join(spec.readers(k if not section else section.split(".")[0]))
             out.append("| " + " | ".join(_cell(c) for c in (f"`{k}`", typ, _default(section, k), meaning, who)) + " |")
         out.append("")
         if section == "":

@@ -218,6 +218,7 @@ class NetsensPolicy(EventPolicy):
     """The network-sensitive delay scheduler: a job waits for a consolidated placement as long as its
     sensitivity class's timers allow, then takes a looser one; may preempt (see the module)."""
     tunes_timers = True
+    reads = ("netsens",)
 
     def __init__(self, spec, routes=None, timers=None):
         self.spec, self.layout = spec, Layout(spec.topology)

@@ -147,6 +147,7 @@ def _order_and_racks(jobs, cluster):
 @register_scheduler("themis")
 class Themis(PlacementPolicy):
     """Packs each job into the fewest racks (``racks: fewest``) or the paper's rack penalty only."""
+    reads = ("themis",)
 
     def __init__(self, racks="fewest"):
         self.racks = racks
@@ -171,6 +172,7 @@ class Ideal(Themis):
 @register_scheduler("pollux")
 class Pollux(PlacementPolicy):
     """Worker counts for cluster goodput (``pollux_workers``), packed like themis's ``fewest``."""
+    reads = ("pollux",)
 
     def __init__(self, profiles):
         self.profiles = profiles

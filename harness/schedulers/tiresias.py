@@ -44,6 +44,7 @@ def validate(where, raw, error):
 @register_scheduler("tiresias")
 class TiresiasPolicy(EventPolicy):
     """Discretized two-dimensional least-attained service (see the module)."""
+    reads = ("tiresias", "netsens")      # netsens.restart_s: what a preempted job pays to restart
 
     def __init__(self, spec, routes=None):
         self.spec, self.layout = spec, Layout(spec.topology)

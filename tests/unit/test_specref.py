@@ -37,3 +37,27 @@ def test_a_misspelt_key_of_any_section_is_refused_naming_it(tmp_path):
         with pytest.raises(spec_mod.UsageError) as exc:
             spec_mod.from_mapping({**base, **extra}, where="t.yaml")
         assert f"t.yaml: {key}: " in str(exc.value) and "unknown key" in str(exc.value), (key, str(exc.value))
+
+
+def test_a_settings_block_its_scheduler_does_not_read_is_warned_and_the_reference_names_its_readers(tmp_path):
+    """Schedulers declare the blocks they read (``reads``); a spec holding another's block loads with
+    a warning naming the block and who reads it (not an error: a set runs one spec under several)."""
+    raw = {"name": "t", "jobs": [{"name": "a", "model": "vgg19", "workers": 2, "iterations": 3}],
+           "netsens": {"preemption": False}, "cassini": {"candidates": 3}, "themis": {"racks": "penalty"}}
+    s = spec_mod.from_mapping({**raw, "scheduler": "themis"}, where="t.yaml")
+    assert s.warnings == ["t.yaml: cassini: no effect under scheduler themis (read by NAME+cassini)",
+                          "t.yaml: netsens: no effect under scheduler themis (read by netsens, tiresias)"]
+    assert spec_mod.from_mapping({**raw, "scheduler": "netsens"}, where="t.yaml").warnings == [
+        "t.yaml: cassini: no effect under scheduler netsens (read by NAME+cassini)",
+        "t.yaml: themis: no effect under scheduler netsens (read by ideal, themis)"]
+    assert "| `netsens` | a mapping | - | The network-sensitive delay scheduler's settings (below). | netsens, tiresias |" \
+        in specref.render()
+
+
+def test_schedule_prints_the_warning_and_goes_on(tmp_path, capsys):
+    from tests.helpers import cli_main
+    f = tmp_path / "w.yaml"
+    f.write_text("jobs: [{name: a, model: vgg19, workers: 2, iterations: 3}]\nscheduler: themis\n"
+                 "pollux: {interval_s: 60}\n")
+    p = cli_main(capsys, "schedule", str(f))
+    assert p.returncode == 0 and f"warning: {f}: pollux: no effect under scheduler themis (read by pollux)" in p.stderr
