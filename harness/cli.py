@@ -451,9 +451,11 @@ def build_parser():
     p.add_argument("spec", help="experiment spec (YAML)")
     p.add_argument("--scheduler", help="override the spec's scheduler (e.g. netsens, consolidate, themis+cassini)")
     p.add_argument("--background", type=float, help="override background.load (fraction of every fabric link)")
-    p.add_argument("--out", help="also write spec.yaml, summary.json and provenance.json into this directory")
-    p.add_argument("--force", action="store_true", help="with --out: replace a directory holding another spec's "
-                   "or the emulator's results")
+    p.add_argument("--out", help="also write the results directory (summary.json, jobs.csv, iteration_ms.csv, "
+                   "spec.yaml, provenance.json); its parent must exist")
+    p.add_argument("--force", action="store_true", help="with --out: replace a directory holding other results "
+                   "(the emulator's, or another spec's, scheduler's or background load's); the same spec's "
+                   "simulated results are rewritten without it")
     p.add_argument("--json", action="store_true", help="print summary.json")
     add_plugin_arg(p)
     p.set_defaults(func=cmd_simulate)

@@ -172,7 +172,7 @@ def distribution_rows(times):
     iteration times, each weighted by the iterations the job ran at that time."""
     rows = []
     for job, (ms, n) in times.items():
-        rows += [{"job": job, "iteration_ms": round(float(m), 3), "iterations": round(float(k), 4)}
+        rows += [{"job": job, "iteration_ms": round(float(m), 3), "iterations": round(float(k), 6)}
                  for m, k in zip(ms, n)]
     return rows
 

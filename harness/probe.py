@@ -115,6 +115,15 @@ def python_modules():
     return found
 
 
+def readable_exists(path):
+    """Whether ``path`` exists, False where this user may not look (/sys/fs/bpf is root's: doctor
+    runs without root too)."""
+    try:
+        return Path(path).exists()
+    except OSError:
+        return False
+
+
 def doctor(root=None):
     """Probe the machine; return the findings and the chosen backends as a JSON-able dict."""
     root = os.geteuid() == 0 if root is None else root
@@ -127,7 +136,7 @@ def doctor(root=None):
         "tools": {t: shutil.which(t) is not None for t in
                   ("mnexec", "tc", "ip", "ethtool", "bpftool", "clang", "iperf3", "fping")},
         "bpf_object": BPF_OBJECT.exists(),
-        "bpffs": Path("/sys/fs/bpf/tc").exists() or Path("/sys/fs/bpf").is_dir(),
+        "bpffs": readable_exists("/sys/fs/bpf/tc") or Path("/sys/fs/bpf").is_dir(),
         "dctcp": "dctcp" in cc_avail or module_present("tcp_dctcp"),
         "congestion_controls": cc_avail,
         "tcp_ecn_root_ns": _read("/proc/sys/net/ipv4/tcp_ecn", None),
@@ -164,7 +173,8 @@ def choose_backends(f):
     ovs = f["ovs"]
     if not ovs["installed"]:
         problems.append({"problem": "Open vSwitch is not installed", "fix": "sudo make setup"})
-    elif not (ovs["ovsdb_server"] and ovs["ovs_vswitchd"]):
+    elif not (ovs["ovsdb_server"] and ovs["ovs_vswitchd"]) and f["root"]:
+        # without root their sockets cannot be opened: whether they run is not known
         problems.append({"problem": "Open vSwitch daemons are not running", "fix": "sudo scripts/setup.sh (starts them)"})
     if not f["tools"]["mnexec"] or not f["python"]["mininet"]:
         problems.append({"problem": "Mininet (Debian package, with mnexec) is missing", "fix": "sudo make setup"})

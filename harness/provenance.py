@@ -112,8 +112,9 @@ def _legacy(d):
     return backend, raw, background
 
 
-def _changed(d, spec):
-    """Which top-level keys of the directory's spec.yaml differ from ``spec``'s, as a phrase."""
+def _changed(d, spec, told=()):
+    """Which top-level keys of the directory's spec.yaml differ from ``spec``'s, as a phrase (keys in
+    ``told`` left out: another reason names them); None when only those differ."""
     try:
         old = yaml.safe_load((Path(d) / "spec.yaml").read_text())
     except (OSError, yaml.YAMLError):
@@ -122,7 +123,10 @@ def _changed(d, spec):
         return "its spec.yaml cannot be read"
     old, new = _normal(old), _normal(spec.raw)
     keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-    return ("changed: " + ", ".join(keys)) if keys else "a plug-in or profile file changed"
+    rest = [k for k in keys if k not in told]
+    if keys and not rest:
+        return None
+    return ("changed: " + ", ".join(rest)) if rest else "a plug-in or profile file changed"
 
 
 def stale(d, spec, backend, code=True):
@@ -143,11 +147,17 @@ def stale(d, spec, backend, code=True):
     if rec.get("backend") != backend:
         return f"it holds {rec.get('backend')} results"
     if rec.get("spec_sha256") != spec_digest(spec):
+        why, told = [], set()
         if rec.get("scheduler") != spec.scheduler:
-            return f"it holds scheduler {rec.get('scheduler')}'s results, not {spec.scheduler}'s"
+            why.append(f"it holds scheduler {rec.get('scheduler')}'s results, not {spec.scheduler}'s")
+            told |= {"scheduler", "flow_scheduler"}
         if rec.get("background") != spec.background:
-            return f"it ran at background load {rec.get('background')}, not {spec.background}"
-        return f"its spec differs from the spec now ({_changed(d, spec)})"
+            why.append(f"it ran at background load {rec.get('background')}, not {spec.background}")
+            told.add("background")
+        rest = _changed(d, spec, told)
+        if rest or not why:
+            why.append(f"its spec differs from the spec now ({rest or 'a plug-in or profile file changed'})")
+        return "; ".join(why)
     if code and rec.get("code") != code_version():
         return f"it was made by code {rec.get('code')}, this is {code_version()}"
     return None

@@ -136,9 +136,14 @@ def tables(runs):
             out.append(f"| {label(r)} | {name} | {j['model']} | {j['iterations']} | {j['iteration_ms_mean']} ms | "
                        f"{j['iteration_ms_p99']} ms | {j['iteration_ms_profile']:g} ms | "
                        f"{'-' if comm is None else f'{comm:.1f} ms'} | {j['jct_s']} s | "
-                       f"{j['ecn_marks_per_iteration']} | {_ms(j.get('time_shift_ms'))} | "
+                       f"{j['ecn_marks_per_iteration']} | {_shift(j)} | "
                        f"{_ms(j.get('shift_error_ms_p50'))} | {'-' if j.get('realignments_per_minute') is None else j['realignments_per_minute']} |")
     return out
+
+
+def _shift(j):
+    """A job's planned shift; none for a job that runs free (nothing keeps it: concepts, alignment)."""
+    return "- (free)" if j.get("alignment") == "free" else _ms(j.get("time_shift_ms"))
 
 
 def _ms(v):

@@ -37,11 +37,12 @@ def simulate_spec(spec, progress=None, times=None, **kw):
     return summary
 
 
-def simulate_run(spec, out=None, replace=False, progress=None):
+def simulate_run(spec, out=None, replace=False, progress=None, times=None):
     """``interleave simulate [--out DIR]``, ``reproduce --simulate``'s runs and the Python API's
     ``simulate``: the summary of ``spec`` simulated and, with ``out``, its results directory
-    (``write_run``; the caller has checked that ``out`` may take it: harness.provenance.refuse_other)."""
-    times = {}
+    (``write_run``; the caller has checked that ``out`` may take it: harness.provenance.refuse_other);
+    ``times``, a dict, receives the jobs' modelled iteration times (``simulate_spec``)."""
+    times = {} if times is None else times
     summary = simulate_spec(spec, progress=progress, times=times)
     if out is not None:
         write_run(spec, out, summary, replace=replace, times=times)

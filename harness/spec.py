@@ -398,7 +398,7 @@ def _profiles(where, raw, base_dir):
     inlined = {}
     for pname, pdata in custom.items():
         check_name(where, "profiles", pname)
-        source = f"{where}: profiles.{pname}"
+        source, inline = where, True
         if isinstance(pdata, dict) and "file" in pdata:
             if set(pdata) != {"file"} or not isinstance(pdata["file"], str):
                 raise SpecError(where, f"profiles.{pname}", pdata, "{file: PATH} alone, or the profile's own keys")
@@ -406,10 +406,13 @@ def _profiles(where, raw, base_dir):
             path = path if path.is_absolute() else Path(base_dir) / path
             if not path.is_file():
                 raise SpecError(where, f"profiles.{pname}.file", pdata["file"], f"a profile file (not found: {path})")
-            pdata, source = read_yaml(path), str(path)
+            pdata, source, inline = read_yaml(path), str(path), False
         try:
             profiles[pname] = from_dict(pname, pdata, source)
         except ProfileError as exc:
+            if inline:                  # the key's path in the spec, as every other spec error
+                raise SpecError(where, f"profiles.{pname}" + ("" if exc.key == pname else f".{exc.key}"),
+                                exc.value, exc.allowed)
             raise UsageError(str(exc))
         inlined[pname] = pdata
     return profiles, inlined
@@ -420,7 +423,7 @@ def _cassini(where, raw):
     cassini = dict(CASSINI_KEYS)
     for k, v in mapping(where, "cassini", raw.get("cassini"), "a mapping of CASSINI settings").items():
         if k not in CASSINI_KEYS:
-            raise SpecError(where, f"cassini.{k}", v, "unknown key; allowed: " + ", ".join(CASSINI_KEYS))
+            raise SpecError(where, f"cassini.{k}", v, "unknown key; allowed: " + ", ".join(sorted(CASSINI_KEYS)))
         cassini[k] = v
     deg = _float(where, "cassini.discretization_deg", cassini["discretization_deg"], strict=True)
     if 360 % deg and abs(360 / deg - round(360 / deg)) > 1e-9:

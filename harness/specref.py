@@ -125,8 +125,9 @@ KEYS = {
                                       "`batch_size` rescales from it).", ALL),
     ("profiles.NAME", "workers"): ("a whole number", "The worker count it was measured on (`allreduce: ring` "
                                    "rescales from it).", ALL),
-    ("profiles.NAME", "model_mb"): ("MB > 0", "The model's size (what a data-parallel all-reduce moves).", ALL),
-    ("profiles.NAME", "phases"): ("a non-empty list", "The communication (Up) phases of one iteration; the time "
+    ("profiles.NAME", "model_mb"): ("MB > 0", "The model's size, recorded with its source; informative: the phases "
+                                    "carry the communication.", ALL),
+    ("profiles.NAME", "phases"): ("a non-empty list (required)", "The communication (Up) phases of one iteration; the time "
                                   "outside them is compute (Down).", ALL),
     ("profiles.NAME", "provenance"): ("text", "Where every number comes from (required of built-in profiles).", ALL),
     ("profiles.NAME", "notes"): ("text", "Free text.", ALL),
@@ -134,7 +135,7 @@ KEYS = {
                                 "`{file: PATH}` alone.", ALL),
     ("profiles.NAME.phases[i]", "start_ms"): ("ms >= 0", "When the phase starts in the iteration.", ALL),
     ("profiles.NAME.phases[i]", "duration_ms"): ("ms > 0", "How long it lasts alone on the fabric.", ALL),
-    ("profiles.NAME.phases[i]", "gbps"): ("a number > 0", "Each worker's sending rate during it, in Gbit/s of the "
+    ("profiles.NAME.phases[i]", "gbps"): ("a number > 0, at most the profile's `reference_gbps`", "Each worker's sending rate during it, in Gbit/s of the "
                                           "profile's reference.", ALL),
     ("profiles.NAME.phases[i]", "pattern"): (" | ".join(profiles.PATTERNS), "Who sends to whom (workloads/patterns.py). "
                                              "Default: ring_allreduce for data and hybrid, pipeline_p2p, "
@@ -215,7 +216,9 @@ KEYS = {
     ("cassini", "align_min_score"): ("a score in [0, 1]", "Jobs whose shared links score at least this are "
                                      "aligned; the others run free.", READERS),
     ("cassini", "common_period"): ("a fraction in [0, 1]", "Jobs on shared links whose iterations are within this "
-                                   "fraction of the longest run on the longest period (0: never).", READERS),
+                                   "fraction of the longest run on the longest period (0: never). A running job keeps its period, "
+                                   "and a newcomer slower than the jobs it joins keeps its own, so a value has no "
+                                   "effect on such jobs.", READERS),
 
     ("telemetry", "period_ms"): ("10-60000 ms", "How often the controller reads port counters and the ECN marker "
                                  "(model time).", "emulator"),

@@ -43,8 +43,9 @@ def simulate(spec, scheduler=None, background=None, out=None, force=False):
             raise UsageError(f"background: {background} is not a fraction in [0, 1)")
         s.background = background
     provenance.refuse_other(out, s, "simulated", force, name="out", hint="force=True")
-    summary = simulate_run(s, out, replace=force)
-    return Result(summary, None if out is None else Path(out))
+    times = {}
+    summary = simulate_run(s, out, replace=force, times=times)
+    return Result(summary, None if out is None else Path(out), times=times)
 
 
 def run(spec, out, scheduler=None, quiet=True, log=lambda msg: None, force=False):
@@ -71,8 +72,8 @@ class Result:
     ``jobs`` (one row per job), ``iteration_ms`` (iteration_ms.csv, both backends), ``iterations``
     and ``links`` (emulated runs: iterations.csv and links.csv; None for a simulation)."""
 
-    def __init__(self, summary, directory=None):
-        self.summary, self.directory = summary, directory
+    def __init__(self, summary, directory=None, times=None):
+        self.summary, self.directory, self._times = summary, directory, times
 
     @property
     def simulated(self):
@@ -103,7 +104,10 @@ class Result:
         """iteration_ms.csv (both backends): each job's steady iteration times and how many iterations
         each stands for (emulated: 1; simulated: the model's times, weighted by the iterations run at
         each), so ``np.average(df.iteration_ms, weights=df.iterations)`` is the summary's mean."""
-        return self._csv("iteration_ms.csv")
+        from harness.metrics import DISTRIBUTION, DISTRIBUTION_COLUMNS, distribution_rows
+        if self._times is not None:
+            return pd.DataFrame(distribution_rows(self._times), columns=DISTRIBUTION_COLUMNS)
+        return self._csv(DISTRIBUTION)
 
     @property
     def links(self):

@@ -194,6 +194,7 @@ def from_dict(name, d, where, require_provenance=False):
         raise ProfileError(where, "phases", phases_in, "a non-empty list: a profile needs an Up phase")
     default_pattern = {"data": "ring_allreduce", "pipeline": "pipeline_p2p", "tensor": "tensor_allreduce",
                        "hybrid": "ring_allreduce"}[par]
+    ref = _num(where, "reference_gbps", d.get("reference_gbps", 50.0))
     phases = []
     for i, ph in enumerate(phases_in):
         key = f"phases[{i}]"
@@ -208,6 +209,8 @@ def from_dict(name, d, where, require_provenance=False):
         start = _num(where, f"{key}.start_ms", ph["start_ms"], allow_zero=True)
         dur = _num(where, f"{key}.duration_ms", ph["duration_ms"])
         gbps = _num(where, f"{key}.gbps", ph["gbps"])
+        if gbps > ref + 1e-9:
+            raise ProfileError(where, f"{key}.gbps", gbps, f"at most the profile's reference line rate {ref:g}")
         pattern = ph.get("pattern", default_pattern)
         if pattern not in PATTERNS:
             raise ProfileError(where, f"{key}.pattern", pattern, " | ".join(PATTERNS))
@@ -220,10 +223,6 @@ def from_dict(name, d, where, require_provenance=False):
         if b.start_ms < a.end_ms - 1e-9:
             raise ProfileError(where, "phases", f"{a.start_ms:g}-{a.end_ms:g} and {b.start_ms:g}-{b.end_ms:g} ms",
                                "phases that do not overlap")
-    ref = _num(where, "reference_gbps", d.get("reference_gbps", 50.0))
-    for p in phases:
-        if p.gbps > ref + 1e-9:
-            raise ProfileError(where, "gbps", p.gbps, f"at most the reference line rate {ref:g}")
     prov = d.get("provenance") or {}
     if require_provenance:
         needed = [k for k in NUMERIC_TOP if k in d] + [f"phases[{i}].{k}" for i in range(len(phases_in))

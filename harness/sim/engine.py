@@ -308,7 +308,8 @@ class Simulator:
             vals = np.concatenate(a.samples)
             wts = np.concatenate([np.full(len(s), w / len(s)) for s, w in zip(a.samples, a.weights)])
             mean = metrics.mean(vals, wts)
-            self.iteration_times[j.name] = (vals, wts)
+            distinct, at = np.unique(np.round(vals, 3), return_inverse=True)    # a row per modelled time
+            self.iteration_times[j.name] = (distinct, np.bincount(at, weights=wts))
             all_it.append(vals)
             all_w.append(wts)
             all_slow.append(vals / prof.iteration_ms)

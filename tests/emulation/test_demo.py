@@ -26,6 +26,9 @@ undilated runs was flagged by the guard in CI (2026-12-04). Measured at 2 on suc
 (2026-12-04, two runs of this test, quiet): CASSINI 300.4-305.1 ms (0-36 marks), themis 320.6-362.2
 ms (1,689-3,332 marks), every run kept, the guard's busy seconds at most 1.5 % (limit 10 %).
 """
+import subprocess
+import sys
+
 import pandas as pd
 import pytest
 import yaml
@@ -88,6 +91,10 @@ def test_a_short_demo_pair_interleaves_and_reports(tmp_path):
     p = interleave("report", str(bd), str(cd), "--out", str(tmp_path / "rep"))
     assert p.returncode == 0, p.stderr
     assert {"report.md", "report.html", "iteration_cdf.png", "marks.png"} <= {f.name for f in (tmp_path / "rep").iterdir()}
+    # examples/notebook.py's emulated cell: the run's results as DataFrames beside the simulator's
+    p = subprocess.run([sys.executable, str(ROOT / "examples" / "notebook.py"), str(cd)], capture_output=True,
+                       text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 0 and "emulated / simulated mean:" in p.stdout, p.stderr[-2000:]
 
 
 @pytest.mark.experiment

@@ -117,6 +117,27 @@ def test_python_api_loads_simulated_results_into_dataframes(tmp_path):
     assert p.stdout.split() == ["True", "4", "None"], p.stderr[-2000:]
 
 
+def test_the_notebook_example_runs_without_root_and_gives_the_speed_up():
+    """examples/notebook.py, simulator only (its emulated cell runs in tests/emulation/test_demo.py):
+    CASSINI's demo pair 1.19x faster per job, as docs/walkthrough.md shows."""
+    p = subprocess.run([sys.executable, str(ROOT / "examples" / "notebook.py")], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "speed-up (themis / themis+cassini): {'vgg19-a': 1.19, 'vgg19-b': 1.19}" in p.stdout, p.stdout
+
+
+def test_a_simulated_result_has_its_iteration_times_without_a_directory():
+    import numpy as np
+
+    import interleave
+    r = interleave.simulate(str(ROOT / "experiments" / "demo.yaml"), scheduler="themis")
+    d = r.iteration_ms
+    assert list(d.columns) == ["job", "iteration_ms", "iterations"] and set(d.job) == {"vgg19-a", "vgg19-b"}
+    for name, g in d.groupby("job"):
+        assert abs(np.average(g.iteration_ms, weights=g.iterations) - r.jobs.loc[name, "iteration_ms_mean"]) < 0.01
+        assert not g.iteration_ms.duplicated().any()                  # one row per modelled time
+
+
 BAD = {
     "not_a_policy": ("""
         import interleave

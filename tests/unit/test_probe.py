@@ -51,7 +51,10 @@ def test_problems_come_with_fixes():
                  ovs={"installed": True, "version": "3.1.0", "ovsdb_server": False, "ovs_vswitchd": False},
                  qdiscs={"htb": True, "red": False, "netem": False, "clsact": True, "bpf": False})
     texts = " | ".join(p["problem"] for p in f["problems"])
-    assert "not root" in texts and "daemons are not running" in texts and "no ECN marker" in texts
+    assert "not root" in texts and "no ECN marker" in texts
+    assert "daemons are not running" not in texts          # without root their sockets cannot be asked
+    down = findings(ovs={"installed": True, "version": "3.1.0", "ovsdb_server": False, "ovs_vswitchd": False})
+    assert "daemons are not running" in " | ".join(p["problem"] for p in down["problems"])
     assert "wmem_default" in texts
     assert all(p["fix"] for p in f["problems"])
     with pytest.raises(EnvError, match="fix: run with sudo"):
@@ -80,3 +83,18 @@ def test_doctor_runs_without_root_as_prediction(monkeypatch):
     assert f["root"] is False
     assert f["qdiscs"]["bpf"] is None            # unknown without root, not guessed as yes/no
     assert any("not root" in p["problem"] for p in f["problems"])
+
+
+def test_doctor_runs_where_this_user_may_not_look(monkeypatch):
+    """/sys/fs/bpf is root's (mode 0700): the doctor without root reads it as absent, not a crash."""
+    from pathlib import Path
+    real = Path.exists
+
+    def exists(self, *a, **kw):
+        if str(self).startswith("/sys/fs/bpf/"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *a, **kw)
+    monkeypatch.setattr(Path, "exists", exists)
+    assert probe.readable_exists("/sys/fs/bpf/tc") is False
+    f = probe.doctor(root=False)
+    assert "not root: cannot build a network" in [p["problem"] for p in f["problems"]]

@@ -41,7 +41,7 @@ def test_demand_and_scaling():
 
 
 @pytest.mark.parametrize("d,key", [
-    ({"iteration_ms": 100, "phases": [{"start_ms": 0, "duration_ms": 10, "gbps": 60}]}, "gbps"),
+    ({"iteration_ms": 100, "phases": [{"start_ms": 0, "duration_ms": 10, "gbps": 60}]}, "phases[0].gbps"),
     ({"iteration_ms": 100, "phases": [{"start_ms": 0, "duration_ms": 50, "gbps": 1},
                                       {"start_ms": 40, "duration_ms": 10, "gbps": 1}]}, "phases"),
     ({"iteration_ms": 100, "phases": [{"start_ms": -1, "duration_ms": 10, "gbps": 1}]}, "phases[0].start_ms"),

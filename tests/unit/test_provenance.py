@@ -124,3 +124,18 @@ def test_run_out_refuses_a_directory_that_exists_before_anything_is_built(tmp_pa
     (tmp_path / "other").mkdir()
     p = cli_main(capsys, "run", str(DEMO), "--out", str(tmp_path / "other"))
     assert p.returncode == 2 and f"--out: {tmp_path / 'other'} exists; choose another directory" in p.stderr
+
+
+def test_a_refusal_names_every_difference_not_only_the_first(tmp_path, capsys):
+    """Another spec with another background and scheduler written over the demo's directory: the one
+    line names the scheduler, the background and the other keys that changed."""
+    d = tmp_path / "sim"
+    assert cli_main(capsys, "simulate", str(DEMO), "--out", str(d)).returncode == 0
+    raw = yaml.safe_load(DEMO.read_text())
+    raw.update(background={"load": 0.2}, scheduler="themis", seed=7)
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump(raw))
+    p = cli_main(capsys, "simulate", str(other), "--out", str(d))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert ("it holds scheduler themis+cassini's results, not themis's; it ran at background load 0.0, not 0.2; "
+            "its spec differs from the spec now (changed: seed)") in p.stderr, p.stderr

@@ -108,11 +108,11 @@ def test_traces_are_seeded():
     ({"jobs": [{"model": "vgg16", "hosts": ["h1", "h99"]}]}, "jobs[0].hosts"),
     ({"jobs": [{"model": "vgg16", "hosts": ["h1", "h2"]}, {"model": "vgg16", "hosts": ["h2", "h3"]}]}, "jobs[1].hosts"),
     ({"jobs": [{"model": "alexnet"}]}, "jobs[0].model"),
-    ({"jobs": [{"model": "toy"}], "profiles": {"toy": {"iteration_ms": 100, "phases": []}}}, "phases"),
+    ({"jobs": [{"model": "toy"}], "profiles": {"toy": {"iteration_ms": 100, "phases": []}}}, "profiles.toy.phases"),
     ({"jobs": [{"model": "toy"}], "profiles": {"toy": {"iteration_ms": 0, "phases": [
-        {"start_ms": 0, "duration_ms": 1, "gbps": 1}]}}}, "iteration_ms"),
+        {"start_ms": 0, "duration_ms": 1, "gbps": 1}]}}}, "profiles.toy.iteration_ms"),
     ({"jobs": [{"model": "toy"}], "profiles": {"toy": {"iteration_ms": 100, "phases": [
-        {"start_ms": 50, "duration_ms": 60, "gbps": 1}]}}}, "phases[0]"),
+        {"start_ms": 50, "duration_ms": 60, "gbps": 1}]}}}, "profiles.toy.phases[0]"),
     ({"jobs": [{"model": "vgg16", "time_shift_ms": 300}]}, "jobs[0].time_shift_ms"),
     ({"jobs": [{"model": "vgg16"}], "scheduler": "magic"}, "scheduler"),
     ({"jobs": [{"model": "vgg16"}], "link": {"rate_mbps": 0}}, "link.rate_mbps"),
