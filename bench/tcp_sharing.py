@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """TCP over the emulated fabric against the flow model (harness.sim.flows): the calibration of the
-model's link (issue 17). On the 24-host fat-tree at the echelon specs' link (50 Mbit/s, 9000-byte
+model's link. On the 24-host fat-tree at the echelon specs' link (50 Mbit/s, 9000-byte
 MTU), per queue sharing (fifo, priority), it times flows released together (finish - release, as
 workloads.stage reports them): one flow alone over 2 and 6 hops at sizes 10 KB-640 KB, two flows
 sharing a path's fabric links (40 KB and 160 KB each; 160 KB with the second released 2, 5 or

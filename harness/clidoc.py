@@ -10,7 +10,17 @@ from pathlib import Path
 
 from harness.cli import BUILDS_NETWORKS, build_parser
 
-TARGET = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = ROOT / "docs" / "cli.md"
+# the tools beside ``interleave``: analyses of results, generators of checked-in files, benchmarks
+TOOLS = {
+    "Analyses of results": ["harness/netcost.py", "harness/modelcheck.py", "harness/flowcheck.py", "harness/drift.py"],
+    "Generators of checked-in files": ["workloads/derive_profiles.py", "workloads/derive_sensitivity.py",
+                                       "harness/clidoc.py", "harness/specref.py", "scripts/plan_outputs.py",
+                                       "scripts/snapshot_scores.py"],
+    "Benchmarks (their tables are in the docs pages that cite them)": sorted(
+        f"bench/{p.name}" for p in (ROOT / "bench").glob("*.py")),
+}
 ROOT_FREE = {"simulate": "--simulate", "reproduce": "--simulate or --cluster", "worker": "--no-fabric"}
 
 
@@ -58,7 +68,27 @@ def render():
                 continue
             out.append(f"| {_name(a)} | {_default(a)} | {_cell(a.help)} |")
         out.append("")
+    out += ["## Other tools", "", "Run from the checkout; each one's first paragraph, from its module (the "
+            "rest of its docstring says more: `python -m MODULE --help` or `.venv/bin/python FILE --help`).", ""]
+    for group, files in TOOLS.items():
+        out += [f"### {group}", ""]
+        for f in files:
+            out += [f"**`{_command(f)}`**: {_first_paragraph(ROOT / f)}", ""]
     return "\n".join(out)
+
+
+def _command(path):
+    """How a tool is run: ``python -m`` for a package module, the venv's python for a script."""
+    if path.startswith(("harness/", "workloads/")):
+        return "python -m " + path[:-3].replace("/", ".")
+    return ".venv/bin/python " + path
+
+
+def _first_paragraph(path):
+    import ast
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    first = " ".join(doc.split("\n\n")[0].split())
+    return first[:-1] + "." if first.endswith(":") else first
 
 
 def main(argv=None):

@@ -1,5 +1,5 @@
 """One emulated run's flows against the flow model's, flow by flow: where the model's step goes
-wrong (issue 17).
+wrong.
 
 Reads a results directory of program jobs (``flows.csv``, ``schedule.json``, ``spec.yaml``) and
 plays the run's plan in the model again (harness.schedulers.flowplan.steady_steps: the step between

@@ -1,4 +1,4 @@
-"""The flow model's predictions against emulation for a set of program jobs (EchelonFlow, issue 17).
+"""The flow model's predictions against emulation for a set of program jobs (EchelonFlow).
 
 Reads an emulated set's results (``interleave reproduce SET --out DIR``) whose rows run pipeline or
 tensor-parallel jobs under several flow schedulers. Every run's summary carries the mean step the
@@ -28,7 +28,7 @@ from harness.errors import UsageError
 from harness.routing import compute_routes
 from harness.schedulers import flowplan
 
-MODEL_TOLERANCE = 0.05        # the model's mean step within 5 % of the emulated one (issue 17)
+MODEL_TOLERANCE = 0.05        # the model's mean step within 5 % of the emulated one
 TARGET = "fixed:echelon"
 KIND = "modelcheck"
 

@@ -1,4 +1,4 @@
-"""What the network costs a placement that ignores it, beside what netsens wins back (issue 16).
+"""What the network costs a placement that ignores it, beside what netsens wins back.
 
 Reads a set's results (``interleave reproduce SET --simulate --out DIR``) whose rows repeat one
 trace at several backgrounds. For every row at background b > 0 that runs ``consolidate`` and
