@@ -1,4 +1,4 @@
-"""Packaging for Interleave: console script ``interleave``, extras ``[test]``.
+"""Packaging for Interleave: console script ``interleave``, extras ``[test]`` and ``[docs]`` (make docs).
 
 Mininet is not on this list on purpose: PyPI's ``mininet`` (2.3.0.dev6) lacks ``mnexec``. The
 distro package provides it, and the project's venv sees it through ``--system-site-packages``
@@ -26,6 +26,7 @@ setup(
         "tqdm>=4.60,<5",
         "distributed>=2024.1,<2027",      # experiment sets on Dask workers (reproduce --workers / --cluster)
     ],
-    extras_require={"test": ["pytest>=7,<10", "pytest-xdist>=3,<4", "hypothesis>=6.80,<7"]},
+    extras_require={"test": ["pytest>=7,<10", "pytest-xdist>=3,<4", "hypothesis>=6.80,<7"],
+                    "docs": ["mkdocs>=1.5,<2"]},
     entry_points={"console_scripts": ["interleave=harness.cli:main"]},
 )

@@ -7,6 +7,8 @@
 #   4. the BPF ECN marker, compiled from harness/bpf/ecn_marker.c when the source is newer
 #   5. .venv from the distro python3 (--system-site-packages, so it sees Mininet), the project
 #      installed editable with [test], re-run only when setup.py changed
+#   --docs: also what `make docs` needs: mkdocs in .venv ([docs]) and the distro's chromium (the
+#      test that opens the built site in a headless browser)
 # Exit status: 0 ready; 3 environment problem (not root, a package that will not install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +17,9 @@ die() { printf 'setup: %s\n' "$*" >&2; exit 3; }
 
 [ "$(id -u)" -eq 0 ] || die "needs root -- fix: sudo make setup"
 
+DOCS=0; [ "${1:-}" = "--docs" ] && DOCS=1
 mapfile -t PKGS < <(grep -v '^[[:space:]]*\(#\|$\)' scripts/packages.txt)
+[ "$DOCS" = 1 ] && PKGS+=(chromium)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -77,6 +81,10 @@ if [ ! -f "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   .venv/bin/python -m compileall -q -j 0 .venv/lib/python3*/site-packages harness workloads controllers \
     topologies interleave >/dev/null || say "some files did not byte-compile (each compiles when first imported)"
   touch "$stamp"
+fi
+if [ "$DOCS" = 1 ] && [ ! -x .venv/bin/mkdocs ]; then
+  say "installing the documentation tools into .venv"
+  .venv/bin/pip install -q --no-compile --disable-pip-version-check -e ".[test,docs]" || die "pip install failed"
 fi
 .venv/bin/python -c "import mininet.net, os_ken, networkx" 2>/dev/null \
   || die "the venv cannot import mininet/os_ken/networkx -- fix: rm -rf .venv && sudo make setup"
