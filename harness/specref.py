@@ -80,7 +80,7 @@ KEYS = {
     ("", "telemetry"): ("a mapping", "How often the controller polls the switches (below).", "emulator"),
     ("", "flow_scheduler"): (" | ".join(spec.FLOW_SCHEDULERS), "How the flows of pipeline, tensor and data-parallel "
                              "program jobs share links: TCP (`fair`), coflow order, or EchelonFlow's schedule. "
-                             "`fair` unless jobs have a program block.", "fixed (program jobs)"),
+                             "`fair` unless jobs have a program block.", "{pinned} (program jobs)"),
     ("", "time_dilation"): ("a number >= 1", "The emulated fabric runs at rate / D and every time is stretched by D, "
                             "so a machine too slow for the links keeps up; results come back in model time.",
                             "emulator"),
@@ -92,10 +92,10 @@ KEYS = {
                         "data-parallel job's all-reduce lasts 2(N-1)/N of its model on its own N workers.", ALL),
     ("", "tiresias"): ("a mapping", "Tiresias's queues (below).", READERS),
     ("", "replan"): ("a mapping, or unset", "EchelonFlow's priorities re-planned during the run from measured "
-                     "progress (below); unset: planned once.", "fixed:echelon (emulator)"),
+                     "progress (below); unset: planned once.", "{pinned} with `flow_scheduler: echelon` (emulator)"),
     ("", "echelon_mechanism"): (" | ".join(flowplan.MECHANISMS), "How EchelonFlow's schedule reaches the flows: "
                                 "priority queues (needs `link.sharing: priority`), pacing, or chosen per job.",
-                                "fixed:echelon"),
+                                "{pinned} with `flow_scheduler: echelon`"),
     ("", "plugins"): ("a list of Python files (relative to the spec)",
                       "Files run before the spec is read further; they register schedulers and topologies "
                       "(docs/plugins.md).", ALL),
@@ -149,31 +149,31 @@ KEYS = {
                            "scheduler (required by `fixed`).", ALL),
     ("jobs[i]", "arrival_s"): ("s >= 0", "When the job arrives.", ALL),
     ("jobs[i]", "time_shift_ms"): ("ms in [0, iteration)", "The job's time-shift; refused under a scheduler that "
-                                   "chooses its own.", "fixed"),
+                                   "chooses its own.", "{keeps_shifts}"),
     ("jobs[i]", "pipeline"): ("a mapping", "A pipeline-parallel program job (below) instead of a profile's phases.",
-                              "fixed"),
-    ("jobs[i]", "tensor"): ("a mapping", "A tensor-parallel program job (below).", "fixed"),
+                              "{pinned}"),
+    ("jobs[i]", "tensor"): ("a mapping", "A tensor-parallel program job (below).", "{pinned}"),
     ("jobs[i]", "data_parallel"): ("a mapping", "A data-parallel program job with bucketed all-reduce (below).",
-                                   "fixed"),
+                                   "{pinned}"),
     ("jobs[i]", "batch_size"): ("a whole number >= 1", "Its per-GPU batch: a data-parallel profile is rescaled "
                                 "(compute proportional to the batch).", ALL),
-    ("jobs[i].pipeline", "schedule"): ("gpipe | 1f1b", "The pipeline schedule of micro-batches.", "fixed"),
-    ("jobs[i].pipeline", "micro_batches"): ("a whole number >= 1", "Micro-batches per step.", "fixed"),
+    ("jobs[i].pipeline", "schedule"): ("gpipe | 1f1b", "The pipeline schedule of micro-batches.", "{pinned}"),
+    ("jobs[i].pipeline", "micro_batches"): ("a whole number >= 1", "Micro-batches per step.", "{pinned}"),
     ("jobs[i].pipeline", "forward_ms"): ("ms > 0", "A stage's forward pass of one micro-batch. Default: from the "
-                                         "profile.", "fixed"),
-    ("jobs[i].pipeline", "backward_ms"): ("ms > 0", "Its backward pass. Default: from the profile.", "fixed"),
+                                         "profile.", "{pinned}"),
+    ("jobs[i].pipeline", "backward_ms"): ("ms > 0", "Its backward pass. Default: from the profile.", "{pinned}"),
     ("jobs[i].pipeline", "activation_mb"): ("MB > 0", "What a stage sends the next per micro-batch (forward). "
-                                            "Default: from the profile.", "fixed"),
+                                            "Default: from the profile.", "{pinned}"),
     ("jobs[i].pipeline", "gradient_mb"): ("MB > 0", "What a stage sends the previous one per micro-batch (backward). "
-                                          "Default: from the profile.", "fixed"),
-    ("jobs[i].tensor", "layers"): ("a whole number >= 1", "Layers per step, each ending in an all-reduce.", "fixed"),
-    ("jobs[i].tensor", "layer_ms"): ("ms > 0", "One layer's compute. Default: from the profile.", "fixed"),
-    ("jobs[i].tensor", "allreduce_mb"): ("MB > 0", "Each layer's all-reduce. Default: from the profile.", "fixed"),
+                                          "Default: from the profile.", "{pinned}"),
+    ("jobs[i].tensor", "layers"): ("a whole number >= 1", "Layers per step, each ending in an all-reduce.", "{pinned}"),
+    ("jobs[i].tensor", "layer_ms"): ("ms > 0", "One layer's compute. Default: from the profile.", "{pinned}"),
+    ("jobs[i].tensor", "allreduce_mb"): ("MB > 0", "Each layer's all-reduce. Default: from the profile.", "{pinned}"),
     ("jobs[i].data_parallel", "buckets"): ("a whole number >= 1", "Gradient buckets, each all-reduced as the "
-                                           "backward pass frees it.", "fixed"),
-    ("jobs[i].data_parallel", "forward_ms"): ("ms > 0", "The forward pass. Default: from the profile.", "fixed"),
-    ("jobs[i].data_parallel", "backward_ms"): ("ms > 0", "The backward pass. Default: from the profile.", "fixed"),
-    ("jobs[i].data_parallel", "allreduce_mb"): ("MB > 0", "The whole all-reduce. Default: the model's size.", "fixed"),
+                                           "backward pass frees it.", "{pinned}"),
+    ("jobs[i].data_parallel", "forward_ms"): ("ms > 0", "The forward pass. Default: from the profile.", "{pinned}"),
+    ("jobs[i].data_parallel", "backward_ms"): ("ms > 0", "The backward pass. Default: from the profile.", "{pinned}"),
+    ("jobs[i].data_parallel", "allreduce_mb"): ("MB > 0", "The whole all-reduce. Default: the model's size.", "{pinned}"),
 
     ("trace", "kind"): ("snapshot | poisson | dynamic", "`snapshot`: every job at t=0; `poisson`: arrivals at "
                         "`load`; `dynamic`: a snapshot, then the `arriving` models at `arrival_s`.", ALL),
@@ -255,10 +255,19 @@ KEYS = {
     ("tiresias", "queue_limits"): ("increasing GPU-seconds > 0", "Attained service at which a job drops to the next "
                                    "queue.", READERS),
     ("replan", "every_steps"): ("a whole number >= 1", "Re-plan after this many steps of the slowest job.",
-                                "fixed:echelon (emulator)"),
+                                "{pinned} with `flow_scheduler: echelon` (emulator)"),
     ("replan", "window_steps"): ("a whole number >= 1", "Steps of measured progress a plan is made from.",
-                                 "fixed:echelon (emulator)"),
+                                 "{pinned} with `flow_scheduler: echelon` (emulator)"),
 }
+
+
+def _scheduler_kinds():
+    """The registered schedulers that run program jobs (pinned hosts) and that keep the spec's shifts,
+    by their policy classes' declarations, for the 'read by' column."""
+    names = registry.scheduler_names()
+    cls = {n: registry.lookup(n).cls for n in names}
+    return {"pinned": ", ".join(n for n in names if cls[n].requires_pinned_hosts),
+            "keeps_shifts": ", ".join(n for n in names if cls[n].keeps_spec_shifts)}
 
 
 def topology_parameters():
@@ -308,6 +317,7 @@ def render():
             typ, meaning, who = KEYS[(section, k)]
             if who is READERS:
                 who = ", ".join(spec.readers(k if not section else section.split(".")[0]))
+            who = who.format(**_scheduler_kinds())
             out.append("| " + " | ".join(_cell(c) for c in (f"`{k}`", typ, _default(section, k), meaning, who)) + " |")
         out.append("")
         if section == "":
