@@ -43,13 +43,13 @@ cassini-leafspine: setup
 # then echelon's priorities fixed against re-planned from measured arrivals (experiments/sets/echelon-replan.yaml)
 # then a pipeline next to CASSINI's VGG19 profile job, fair against echelon (experiments/sets/echelon-mixed.yaml)
 echelon: setup
-	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --out results/echelon --publish results/README.md
-	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --simulate --out results/echelon-sim --against results/echelon --publish results/README.md
-	$(PY) -m harness.drift experiments/sets/echelon.yaml --out results/echelon --publish results/README.md
-	$(PY) -m harness.cli reproduce experiments/sets/echelon-priority.yaml --out results/echelon-priority --publish results/README.md
-	$(PY) -m harness.modelcheck experiments/sets/echelon-priority.yaml --out results/echelon-priority --publish results/README.md
-	$(PY) -m harness.cli reproduce experiments/sets/echelon-replan.yaml --out results/echelon-replan --publish results/README.md
-	$(PY) -m harness.cli reproduce experiments/sets/echelon-mixed.yaml --out results/echelon-mixed --publish results/README.md
+	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --out results/echelon --publish results/echelon/README.md
+	$(PY) -m harness.cli reproduce experiments/sets/echelon.yaml --simulate --out results/echelon-sim --against results/echelon --publish results/echelon/README.md
+	$(PY) -m harness.drift experiments/sets/echelon.yaml --out results/echelon --publish results/echelon/README.md
+	$(PY) -m harness.cli reproduce experiments/sets/echelon-priority.yaml --out results/echelon-priority --publish results/echelon/README.md
+	$(PY) -m harness.modelcheck experiments/sets/echelon-priority.yaml --out results/echelon-priority --publish results/echelon/README.md
+	$(PY) -m harness.cli reproduce experiments/sets/echelon-replan.yaml --out results/echelon-replan --publish results/echelon/README.md
+	$(PY) -m harness.cli reproduce experiments/sets/echelon-mixed.yaml --out results/echelon-mixed --publish results/echelon/README.md
 
 # make test: the unit tier on both cores (pytest-xdist), then the emulation tier's tests of behaviour
 # one at a time (one fabric at a time; the emulator needs the CPU); each prints its slowest tests.

@@ -20,7 +20,7 @@ scenario the measured median and the model's time with the fitted and with the u
 harness.sim.calibration.LINK_MODEL and OP_LATENESS_MS.
 
   sudo .venv/bin/python bench/tcp_sharing.py [--steps 12] [--out results/calibration/tcp_sharing.json]
-      [--publish results/README.md]      (--report-only: render --out's measurements again;
+      [--publish results/echelon/README.md]      (--report-only: render --out's measurements again;
       --no-telemetry: without the run's telemetry, for comparison)
 """
 import argparse

@@ -16,7 +16,8 @@ TARGET = ROOT / "docs" / "cli.md"
 TOOLS = {
     "Analyses of results": ["harness/netcost.py", "harness/modelcheck.py", "harness/flowcheck.py", "harness/drift.py"],
     "Generators of checked-in files": ["workloads/derive_profiles.py", "workloads/derive_sensitivity.py",
-                                       "harness/clidoc.py", "harness/specref.py", "scripts/plan_outputs.py",
+                                       "harness/clidoc.py", "harness/specref.py", "harness/resultsindex.py",
+                                       "scripts/plan_outputs.py",
                                        "scripts/snapshot_scores.py"],
     "Benchmarks (their tables are in the docs pages that cite them)": sorted(
         f"bench/{p.name}" for p in (ROOT / "bench").glob("*.py")),

@@ -1,10 +1,10 @@
 """Which runs of a set slowed part-way: per run, its steps over the first and the second half of the
 run (the first step left out), their ratio, the host's CPU idle share over the first and second half
 of its samples, and the datapath's cost (harness.fidelity.DATAPATH_COST). Reported, not judged: the
-fidelity guard has no rule for a fabric that slows mid-run (results/README.md, "When the fabric
+fidelity guard has no rule for a fabric that slows mid-run (results/echelon/README.md, "When the fabric
 slows mid-run").
 
-    python -m harness.drift experiments/sets/echelon.yaml --out results/echelon [--publish results/README.md]
+    python -m harness.drift experiments/sets/echelon.yaml --out results/echelon [--publish results/echelon/README.md]
 
 No root. Exit 2 on a bad set file or when ``--out`` holds none of its runs.
 """

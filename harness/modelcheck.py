@@ -17,7 +17,7 @@ emulator model of harness.sim.calibration) beside the step measured. Two tables:
          echelon would reach if it removed all contention between the jobs.
 
     python -m harness.modelcheck experiments/sets/echelon-priority.yaml --out results/echelon-priority \\
-        --publish results/README.md
+        --publish results/echelon/README.md
 """
 import json
 import sys

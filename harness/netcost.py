@@ -10,7 +10,7 @@ background). Beside it, the row's own consolidate / netsens ratios. A ratio's in
 per-repeat ratios (harness.sets.ratio_row).
 
     python -m harness.netcost experiments/sets/netsens-regimes.yaml --out results/netsens-regimes \\
-        --publish results/README.md
+        --publish results/netsens/README.md
 """
 import sys
 

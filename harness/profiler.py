@@ -12,7 +12,7 @@
     rate: exact for a rectangular phase however the sampling blurs its edges, and the bytes of
     every phase are kept; it is placed on the run's area-weighted centre; the cycle is rotated so
     that the iteration starts where the longest Down gap starts (compute first, as in the built-in
-    profiles); accuracy over repeats: results/README.md, "Profiling";
+    profiles); accuracy over repeats: results/profile/README.md, "Profiling";
   * rates are scaled back to the reference line rate: gbps = Mbit/s / 1000 / scale.
 Nothing shorter than a sample period is resolved: the folded profile is smoothed over one sample
 period before thresholding, and Up runs separated by less than two sample periods are merged

@@ -3,7 +3,7 @@ compatibility score of the shared links under themis (every shift 0) and themis+
 shifts CASSINI chose, beside the paper's score. Prints a Markdown table; ``--publish FILE`` writes it
 into FILE's block ``<!-- interleave bench snapshot-scores -->``. No root: ``interleave schedule``.
 
-Usage: .venv/bin/python scripts/snapshot_scores.py [--publish results/README.md]
+Usage: .venv/bin/python scripts/snapshot_scores.py [--publish results/reproduction/README.md]
 """
 import argparse
 import json

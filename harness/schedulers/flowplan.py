@@ -19,10 +19,10 @@ With ``link.sharing: priority`` (switch and host egress queues per priority, har
 the workloads.wire.PRIORITY_LEVELS levels in order and take turns going first, one step each; within
 a job's levels, earliest offset first), which its sender carries in the DSCP, and sends it at once;
 ``pacing`` paces each flow along the echelon schedule, unmarked. Both at once made every spec slower
-in emulation (pacing only holds flows back; results/README.md, issue 17). ``auto`` plays both in the
+in emulation (pacing only holds flows back; results/echelon/README.md, issue 17). ``auto`` plays both in the
 model and takes the one with the smaller predicted mean step (with ``replan``: priorities, which the
 re-planner changes). ``priority`` is the default: auto picked pacing for 1F1B, which the model
-predicts faster and emulation measured slower (results/README.md, "Priority queues"). The model
+predicts faster and emulation measured slower (results/echelon/README.md, "Priority queues"). The model
 plays priorities with strict priority levels
 (harness.sim.flows, policy ``priority``) over one rotation. ``fair`` and ``coflow`` flows stay
 unmarked (one level: the queues behave as one FIFO).

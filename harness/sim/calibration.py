@@ -11,7 +11,7 @@ marks are comparable with emulated ones, and only as an order of magnitude.
 
 LINK_MODEL: per queue sharing (harness.linkmodel.SHARING), the three parameters of the flow model's
 link (harness.sim.flows) fitted to TCP over the emulated fat-tree by ``sudo .venv/bin/python
-bench/tcp_sharing.py`` (50 Mbit/s, 9000-byte MTU; figures in results/README.md, issue 17):
+bench/tcp_sharing.py`` (50 Mbit/s, 9000-byte MTU; figures in results/echelon/README.md, issue 17):
 ``burst`` is what a new flow sends at once through the shapers' token buckets, as a multiple of the
 shaper's burst (LinkParams.burst_bytes); ``flow_latency_s`` a flow's fixed cost; ``start_cost_s``
 the work a flow's start adds to the fabric's start backlog (flows starting together on disjoint

@@ -10,7 +10,7 @@ within 10 % of the emulated CASSINI runs.
 
 Spreads measured on this machine kind, quiet, 2026-12-01 (both the code before and after the trust
 changes): CASSINI 312.0-319.8 ms mean (6 runs, 63-213 marks), themis 325.3-354.2 ms (3 runs,
-712-1,075 marks); the demo set (experiments/sets/demo.yaml, 5 pairs, results/README.md): CASSINI
+712-1,075 marks); the demo set (experiments/sets/demo.yaml, 5 pairs, results/demo/README.md): CASSINI
 315.5-327.5 ms (154-292 marks), themis 325.5-338.2 ms (620-1,333 marks), ratio of means 1.04
 [1.01, 1.08]. With these spreads the mean of three themis runs falls below the mean of three
 CASSINI runs about once in a thousand tries (difference 14 ms, its standard deviation 4.5 ms). Earlier (2026-11-29, another machine of the kind): CASSINI 304-309, themis
@@ -110,7 +110,7 @@ def test_demo_cassini_beats_themis(tmp_path):
     for s, d in runs["themis+cassini"]:
         assert marks(s) < 0.5 * base_marks, f"run {d}: {marks(s)} ECN marks (under half of themis's mean {base_marks:.0f})"
     # the simulator against the emulator on the same spec: CASSINI's runs within 10 %, and the same
-    # ranking. Themis's emulated baseline is chaotic: its per-run agreement is in results/README.md.
+    # ranking. Themis's emulated baseline is chaotic: its per-run agreement is in results/demo/README.md.
     sim = {s: simulate_spec(spec_mod.load("experiments/demo.yaml", scheduler=s))["totals"]
            for s in ("themis", "themis+cassini")}
     emu_cas, sim_cas = mean["themis+cassini"], sim["themis+cassini"]["iteration_ms_mean"]

@@ -92,7 +92,7 @@ def test_a_data_parallel_job_runs_next_to_a_pipeline_on_priority_queues(tmp_path
     jobs arrives, each data-parallel rank's step ends only after every bucket sent to it arrived
     (the optimizer step waits for all), flows carry priorities, and each job's step is within 10 %
     of the plan's prediction (measured 2026-12-04, one run: +2.1 % pipeline, +0.3 % data-parallel;
-    the set's 3 repeats: model 0.5-0.8 % below the emulated mean, results/README.md)."""
+    the set's 3 repeats: model 0.5-0.8 % below the emulated mean, results/echelon/README.md)."""
     s, out = run_echelon(tmp_path, "echelon-dp.yaml", 6, link={"rate_mbps": 50, "sharing": "priority"},
                          echelon_mechanism="priority")
     a, b = s["jobs"]["a"], s["jobs"]["b"]

@@ -85,11 +85,11 @@ def ci(tmp_path, verdict):
 
 def test_ci_runs_the_tier_where_a_guest_boots(tmp_path):
     made, out = ci(tmp_path, "ok")
-    assert made == ["test", "vm-test"]
+    assert made == ["test", "docs", "vm-test"]
     assert "SKIPPED" not in out
 
 
 def test_ci_skips_the_tier_with_the_hosts_reason(tmp_path):
     made, out = ci(tmp_path, REASON)
-    assert made == ["test"]
+    assert made == ["test", "docs"]
     assert out.strip().splitlines()[-1] == f"ci: stock-kernel tier SKIPPED on this host: {REASON}"
