@@ -93,19 +93,8 @@ def _first_paragraph(path):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m harness.clidoc", description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if docs/cli.md is stale")
-    args = ap.parse_args(argv)
-    text = render()
-    if args.check:
-        current = TARGET.read_text() if TARGET.exists() else ""
-        if current != text:
-            print(f"{TARGET} is stale: regenerate it with python -m harness.clidoc", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(text)
-    print(f"written: {TARGET}", file=sys.stderr)
-    return 0
+    from harness.generated import write_or_check
+    return write_or_check(TARGET, render(), "harness.clidoc", argv)
 
 
 if __name__ == "__main__":

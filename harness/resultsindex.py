@@ -78,15 +78,8 @@ def render():
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    text = render()
-    if argv == ["--check"]:
-        ok = INDEX.is_file() and INDEX.read_text() == text
-        print("results/README.md is up to date" if ok else "results/README.md is stale: python -m harness.resultsindex")
-        return 0 if ok else 1
-    INDEX.write_text(text)
-    print(f"written: {INDEX}")
-    return 0
+    from harness.generated import write_or_check
+    return write_or_check(INDEX, render(), "harness.resultsindex", argv)
 
 
 if __name__ == "__main__":

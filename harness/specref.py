@@ -336,15 +336,8 @@ def _order(section):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    text = render() + "\n"
-    if argv == ["--check"]:
-        ok = DOC.is_file() and DOC.read_text() == text
-        print("docs/spec.md is up to date" if ok else "docs/spec.md is stale: python -m harness.specref")
-        return 0 if ok else 1
-    DOC.write_text(text)
-    print(f"written: {DOC}")
-    return 0
+    from harness.generated import write_or_check
+    return write_or_check(DOC, render() + "\n", "harness.specref", argv)
 
 
 if __name__ == "__main__":
