@@ -673,8 +673,10 @@ def _upstream(fab, flows, a, b):
 def run_checks(fab, log=lambda msg: None):
     checks = []
     delayed = any(l.params.delay_ms > 0 for l in fab.topo.links)
-    for fn in (check_reachability, check_routes, *([check_delay] if delayed else []), check_shaped_rate, check_ecn):
-        log(f"check: {fn.__name__[6:]}")
+    fns = (check_reachability, check_routes, *([check_delay] if delayed else []), check_shaped_rate, check_ecn)
+    t0 = time.monotonic()
+    for i, fn in enumerate(fns, 1):
+        log(f"check {i}/{len(fns)}: {fn.__name__[6:]} ({time.monotonic() - t0:.0f} s into the checks)")
         res = fn(fab)
         for r in res if isinstance(res, list) else [res]:
             checks.append(r)
