@@ -60,7 +60,9 @@ def test_stock_backends_on_the_24_host_fabrics(topology, delay_ms):
     doc, checks = netcheck("--topology", topology, "--delay-ms", str(delay_ms), timeout=NETCHECK_TIMEOUT_S)
     assert (doc["backends"]["datapath"], doc["backends"]["ecn_marker"]) == ("kernel", "red"), doc["backends"]
     assert checks["reachability"]["unreachable"] == []
-    assert checks["counters"]["controller_caught_up"] and checks["counters"]["compared"], checks["counters"]
+    c = checks["counters"]
+    assert c["controller_caught_up"] and c["compared"], \
+        {k: c.get(k) for k in ("ok", "compared", "controller_caught_up", "caught_up_s", "catch_up", "detail")}
     assert abs(checks["shaped_rate"]["ratio"] - 1) <= 0.10, checks["shaped_rate"]
     assert ("delay" in checks) == (delay_ms > 0), sorted(checks)
     if delay_ms:        # the far pair crosses 6 links each way (ToR, aggregation, core: three tiers)
@@ -195,8 +197,8 @@ def test_red_counts_a_packet_that_arrives_with_ce_as_a_mark():
     """The RED marker's ``marked`` counter counts every packet it chose to mark, including one that
     already carried CE from an upstream queue (the kernel's INET_ECN_set_ce succeeds on CE), while the
     BPF marker counts only ECT packets it turned into CE. A congested RED queue fed alternately ECT(0)
-    and CE packets, none dropped: its marks exceed the ECT packets that arrive as CE, by the CE
-    packets it chose.
+    and CE packets, its queue long enough not to overflow: its marks exceed the ECT packets that
+    arrive as CE, by the CE packets it chose.
     netcheck's counters check relies on this (``harness.qdisc.RedMarker.counts_ce_as_marked``)."""
     import subprocess
 
@@ -228,6 +230,9 @@ def test_red_counts_a_packet_that_arrives_with_ce_as_a_mark():
     turned, ce_in = got.get("2>3", 0), got.get("3>3", 0)
     print(f"RED queue at 10 Mbit/s fed ECT(0) and CE alternately: marked {marked}; arrived (sent>arrived "
           f"ECN codepoint) {got}; dropped {stats.get('drops')}")
-    assert stats.get("drops") == 0 and got.get("2>0", 0) == 0, (stats, got)   # nothing lost or bleached
+    assert got.get("2>0", 0) == 0 and got.get("3>2", 0) == 0, got               # no codepoint bleached
     assert turned > 0 and ce_in > 0, got           # the queue marked, and CE packets went through it
-    assert marked > turned, (marked, got)          # some of its marks were of packets already CE
+    # some of its marks were of packets already CE: more marks than turned packets even if every
+    # packet the queue dropped (1 in a CI run: the veth's own IPv6/ARP traffic is not ECN-capable,
+    # and RED drops what it cannot mark) had been a marked test packet
+    assert marked - stats.get("drops", 0) > turned, (marked, stats.get("drops"), got)

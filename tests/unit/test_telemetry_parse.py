@@ -112,3 +112,37 @@ def test_ce_attribution_to_links():
     arrived = ce_arrivals(topo, routes, {2: {f"{mac('h1')}>{mac('h3')}": 7, f"{mac('h2')}>{mac('h4')}": 5},
                                          1: {f"{mac('h3')}>{mac('h1')}": 2}})
     assert arrived == {"s1>s2": 12, "s2>s1": 2}
+
+
+def test_catching_up_compares_again_when_one_read_of_the_switches_outlasts_the_timeout(tmp_path, monkeypatch):
+    """In the stock-kernel guest one read of the fat-tree's switches took 17.3 s against a 15 s
+    timeout: a controller one sample behind at the first comparison must get further comparisons
+    (CATCH_UP_MIN_COMPARISONS), not a verdict of 'fell behind'."""
+    import json
+
+    from harness import telemetry
+    clock = [0.0]
+    monkeypatch.setattr(telemetry.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(telemetry.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    log = tmp_path / "of.jsonl"
+    log.write_text(json.dumps({"kind": "ce", "dpid": 1, "ce": {"a>b": 10}}) + "\n")     # one sample behind
+
+    class SlowFabric:
+        def switch_ce_counters(self):
+            clock[0] += 17.3
+            if clock[0] > 20:                  # the controller's next sample has landed meanwhile
+                log.write_text(json.dumps({"kind": "ce", "dpid": 1, "ce": {"a>b": 12}}) + "\n")
+            return {1: {"a>b": 12}}
+    stats = {}
+    took = telemetry.wait_ce_caught_up(SlowFabric(), log, timeout_s=15.0, stats=stats)
+    assert took is not None and stats["comparisons"] == 2 and stats["switches_differing"] == [], (took, stats)
+    clock[0] = 0.0
+    log.write_text(json.dumps({"kind": "ce", "dpid": 1, "ce": {"a>b": 10}}) + "\n")
+
+    class StuckFabric:
+        def switch_ce_counters(self):
+            clock[0] += 17.3
+            return {1: {"a>b": 12}}
+    stats = {}
+    assert telemetry.wait_ce_caught_up(StuckFabric(), log, timeout_s=15.0, stats=stats) is None
+    assert stats["comparisons"] == telemetry.CATCH_UP_MIN_COMPARISONS and stats["switches_differing"] == [1]
