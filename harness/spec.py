@@ -25,6 +25,10 @@ JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "tim
             "data_parallel",
             "batch_size"}
 FLOW_SCHEDULERS = ("fair", "coflow", "echelon")
+# what a spec takes when it leaves a key out (the scheduler's: registry.DEFAULT_SCHEDULER)
+TOP_DEFAULTS = {"reference_gbps": 50, "duration_s": 120, "seed": 1, "time_dilation": 1.0,
+                "flow_scheduler": FLOW_SCHEDULERS[0], "allreduce": ALLREDUCE[0]}
+JOB_DEFAULTS = {"workers": 2, "iterations": 100, "arrival_s": 0.0}
 SCHEDULER_BLOCKS = ("cassini", "themis", "pollux", "netsens", "tiresias")   # settings read by some schedulers only
 TRACE_KEYS = {"kind", "jobs", "load", "models", "workers", "iterations", "iterations_scale", "arriving", "arrival_s",
               "burst"}                  # trace kinds snapshot, poisson, dynamic (workloads.traces.generate)
@@ -235,19 +239,19 @@ def from_mapping(raw, where="spec", base_dir="."):
     plugins = _plugins(where, raw, base_dir)      # they may register the topology or scheduler
     name = raw["name"] if "name" in raw else Path(where).stem
     check_name(where, "name", name)
-    ref = _float(where, "reference_gbps", raw.get("reference_gbps", 50), strict=True)
+    ref = _float(where, "reference_gbps", raw.get("reference_gbps", TOP_DEFAULTS["reference_gbps"]), strict=True)
     link, topo = _fabric(where, raw, ref)
     profiles, inlined = _profiles(where, raw, base_dir)
     # one reference for every consumer (simulator, planner, emulator): each profile's demands as shares
     # of the spec's line rate
     profiles = {n: at_reference(p, ref) for n, p in profiles.items()}
-    seed = _int(where, "seed", raw.get("seed", 1), minimum=0)
-    dilation = _float(where, "time_dilation", raw.get("time_dilation", 1.0), minimum=1.0)
+    seed = _int(where, "seed", raw.get("seed", TOP_DEFAULTS["seed"]), minimum=0)
+    dilation = _float(where, "time_dilation", raw.get("time_dilation", TOP_DEFAULTS["time_dilation"]), minimum=1.0)
     scheduler = parse_scheduler(where, raw.get("scheduler", registry.DEFAULT_SCHEDULER))
-    duration = _float(where, "duration_s", raw.get("duration_s", 120), strict=True)
+    duration = _float(where, "duration_s", raw.get("duration_s", TOP_DEFAULTS["duration_s"]), strict=True)
     cassini = _cassini(where, raw)
     _telemetry(where, raw)
-    fs = raw.get("flow_scheduler", "fair")
+    fs = raw.get("flow_scheduler", TOP_DEFAULTS["flow_scheduler"])
     if not isinstance(fs, str) or fs not in FLOW_SCHEDULERS:
         raise SpecError(where, "flow_scheduler", fs, " | ".join(FLOW_SCHEDULERS))
     from harness.schedulers.netsens import validate as validate_netsens
@@ -265,7 +269,7 @@ def from_mapping(raw, where="spec", base_dir="."):
         jobs_raw = raw["jobs"]
         if not isinstance(jobs_raw, list) or not jobs_raw:
             raise SpecError(where, "jobs", jobs_raw, "a non-empty list of jobs")
-    allreduce = raw.get("allreduce", "fixed")
+    allreduce = raw.get("allreduce", TOP_DEFAULTS["allreduce"])
     if allreduce not in ALLREDUCE:
         raise SpecError(where, "allreduce", allreduce, "fixed (every job's phases as its profile has them) | ring "
                         "(a data-parallel job's all-reduce lasts 2(N-1)/N of its model on N workers)")
@@ -540,7 +544,7 @@ def _trace_jobs(where, trace, profiles, n_hosts, seed):
             _min_max(where, f"trace.{k}", trace[k])
     if "iterations_scale" in trace:
         _float(where, "trace.iterations_scale", trace["iterations_scale"], strict=True)
-    if trace.get("workers", [2, 4])[1] > n_hosts:
+    if trace.get("workers", traces.DEFAULTS["workers"])[1] > n_hosts:
         raise SpecError(where, "trace.workers", trace["workers"], f"at most the {n_hosts} hosts of the topology")
     return traces.generate(trace, profiles, n_hosts, seed)
 
@@ -572,10 +576,10 @@ def _csv_trace(where, trace, profiles, n_hosts, seed):
             raise SpecError(where, f"trace.applications.{a}", m, "a known model: " + ", ".join(sorted(profiles)))
     if "jobs" in trace:
         _int(where, "trace.jobs", trace["jobs"], minimum=1)
-    scale = _float(where, "trace.time_scale", trace.get("time_scale", 1.0), strict=True)
-    it = _min_max(where, "trace.iterations", trace.get("iterations", [200, 1000]))
-    it_scale = _float(where, "trace.iterations_scale", trace.get("iterations_scale", 1.0), strict=True)
-    batch = trace.get("batch", "profile")
+    scale = _float(where, "trace.time_scale", trace.get("time_scale", traces.CSV_DEFAULTS["time_scale"]), strict=True)
+    it = _min_max(where, "trace.iterations", trace.get("iterations", traces.CSV_DEFAULTS["iterations"]))
+    it_scale = _float(where, "trace.iterations_scale", trace.get("iterations_scale", traces.CSV_DEFAULTS["iterations_scale"]), strict=True)
+    batch = trace.get("batch", traces.CSV_DEFAULTS["batch"])
     if batch not in ("profile", "file"):
         raise SpecError(where, "trace.batch", batch, "profile (each model's own batch size) | file (the file's "
                         "batch_size / num_replicas per GPU, data-parallel models)")
@@ -636,13 +640,13 @@ def _jobs(where, jobs_raw, profiles, topo, scheduler, ring_workers=False):
                             ") or one defined under profiles")
         if j.get("batch_size") is not None:
             model = _at_batch(where, key, profiles, model, j["batch_size"])
-        workers = _int(where, f"{key}.workers", j.get("workers", 2))
+        workers = _int(where, f"{key}.workers", j.get("workers", JOB_DEFAULTS["workers"]))
         if workers > len(hosts):
             raise SpecError(where, f"{key}.workers", workers, f"at most the {len(hosts)} hosts of the topology")
         if ring_workers:
             model = _on_workers(profiles, model, workers)
-        iterations = _int(where, f"{key}.iterations", j.get("iterations", 100))
-        arrival = _float(where, f"{key}.arrival_s", j.get("arrival_s", 0.0))
+        iterations = _int(where, f"{key}.iterations", j.get("iterations", JOB_DEFAULTS["iterations"]))
+        arrival = _float(where, f"{key}.arrival_s", j.get("arrival_s", JOB_DEFAULTS["arrival_s"]))
         pinned = j.get("hosts")
         if pinned is not None:
             if not isinstance(pinned, list) or len(pinned) != workers:

@@ -23,8 +23,7 @@ NONE = object()            # no default: required, or unset means "off" (the mea
 
 # section -> (the key set its validator accepts, {key: default}) — read from the owners
 SECTIONS = {
-    "": (spec.TOP_KEYS, {"reference_gbps": 50, "scheduler": registry.DEFAULT_SCHEDULER, "duration_s": 120,
-                         "seed": 1, "time_dilation": 1.0, "flow_scheduler": "fair", "allreduce": spec.ALLREDUCE[0],
+    "": (spec.TOP_KEYS, {**spec.TOP_DEFAULTS, "scheduler": registry.DEFAULT_SCHEDULER,
                          "echelon_mechanism": flowplan.MECHANISMS[0], "topology": "{name: fattree}"}),
     "link": (set(linkmodel.LINK_KEYS), {"rate_mbps": linkmodel.DEFAULT_RATE_MBPS, "mtu": linkmodel.DEFAULT_MTU,
                                         "sharing": linkmodel.SHARING[0], "delay_ms": 0.0,
@@ -33,13 +32,11 @@ SECTIONS = {
                       {"parallelism": profiles.PARALLELISMS[0],
                        "reference_gbps": profiles.Profile.__dataclass_fields__["reference_gbps"].default}),
     "profiles.NAME.phases[i]": (set(profiles.PHASE_KEYS) | {"pattern"}, {"pattern": "by parallelism"}),
-    "jobs[i]": (spec.JOB_KEYS, {"workers": 2, "iterations": 100, "arrival_s": 0.0, "name": "j1, j2, ..."}),
+    "jobs[i]": (spec.JOB_KEYS, {**spec.JOB_DEFAULTS, "name": "j1, j2, ..."}),
     **{f"jobs[i].{b}": (set(keys), {k: v for k, v in keys.items() if v is not None})
        for b, keys in flowplan.BLOCKS.items()},
-    "trace": (spec.TRACE_KEYS, {"workers": [2, 4], "iterations": [200, 1000], "iterations_scale": 1.0, "burst": 1,
-                                "arrival_s": 30.0, "models": "every profile"}),
-    "trace (kind: csv)": (spec.CSV_TRACE_KEYS, {"iterations": [200, 1000], "iterations_scale": 1.0, "time_scale": 1.0,
-                                                "batch": "profile"}),
+    "trace": (spec.TRACE_KEYS, {**traces.DEFAULTS, "models": "every profile"}),
+    "trace (kind: csv)": (spec.CSV_TRACE_KEYS, dict(traces.CSV_DEFAULTS)),
     "cassini": (set(spec.CASSINI_KEYS), dict(spec.CASSINI_KEYS)),
     "telemetry": (set(spec.TELEMETRY_KEYS), {"period_ms": PERIOD_MS}),
     "background": (set(spec.BACKGROUND_KEYS), {"load": 0.0}),

@@ -15,6 +15,10 @@ bursty at the same load: N jobs arrive at one instant, bursts as a Poisson proce
 import numpy as np
 
 KINDS = ("snapshot", "poisson", "dynamic", "csv")
+# what a generated trace (snapshot, poisson, dynamic) takes when its spec leaves a key out
+DEFAULTS = {"workers": [2, 4], "iterations": [200, 1000], "iterations_scale": 1.0, "burst": 1, "arrival_s": 30.0}
+# a trace read from a file (kind: csv)
+CSV_DEFAULTS = {"iterations": [200, 1000], "iterations_scale": 1.0, "time_scale": 1.0, "batch": "profile"}
 CSV_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 
 # The applications of the Pollux artifact's workloads (petuum/adaptdl, benchmark/models) that a
@@ -65,9 +69,9 @@ def generate(trace, profiles, n_hosts, seed):
     """Jobs (dicts like the spec's ``jobs`` entries, with ``arrival_s``) for a validated trace mapping."""
     rng = np.random.default_rng(seed)
     models = list(trace.get("models") or profiles)
-    workers = trace.get("workers", [2, 4])
-    iterations = trace.get("iterations", [200, 1000])
-    scale = trace.get("iterations_scale", 1.0)
+    workers = trace.get("workers", DEFAULTS["workers"])
+    iterations = trace.get("iterations", DEFAULTS["iterations"])
+    scale = trace.get("iterations_scale", DEFAULTS["iterations_scale"])
     kind = trace["kind"]
     if kind == "snapshot":
         jobs = _draw(rng, trace["jobs"], models, profiles, workers, iterations, scale, "j")
@@ -80,7 +84,7 @@ def generate(trace, profiles, n_hosts, seed):
         mean_it_s = np.mean([profiles[m].iteration_ms for m in models]) / 1000
         mean_dur = mean_it_s * (iterations[0] + iterations[1]) / 2 * scale
         rate = trace["load"] * n_hosts / (mean_w * mean_dur)
-        burst = trace.get("burst", 1)
+        burst = trace.get("burst", DEFAULTS["burst"])
         t = 0.0
         for i, j in enumerate(jobs):
             j["arrival_s"] = round(t, 3)
@@ -97,7 +101,7 @@ def generate(trace, profiles, n_hosts, seed):
             w = _workers(rng, workers)
             it = max(1, int(round(rng.integers(iterations[0], iterations[1] + 1) * scale)))
             later.append({"name": f"n{i + 1}", "model": model, "workers": w, "iterations": it,
-                          "arrival_s": float(trace.get("arrival_s", 30.0))})
+                          "arrival_s": float(trace.get("arrival_s", DEFAULTS["arrival_s"]))})
         return first + later
     raise ValueError(kind)
 
