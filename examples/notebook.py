@@ -33,6 +33,7 @@ if len(sys.argv) > 1:
     d = emu.iteration_ms                                 # every steady iteration of every job
     print(emu)
     print(d.groupby("job").iteration_ms.describe(percentiles=[0.5, 0.99]).round(1).to_string())
-    sim = runs[emu.summary["scheduler"]].iteration_ms    # the simulator's times for the same scheduler
+    sched = emu.summary["scheduler"]
+    sim = (runs.get(sched) or interleave.simulate(spec, scheduler=sched)).iteration_ms   # the same scheduler's
     mean = {j: np.average(g.iteration_ms, weights=g.iterations) for j, g in sim.groupby("job")}
     print("emulated / simulated mean:", {j: round(m / mean[j], 3) for j, m in d.groupby("job").iteration_ms.mean().items()})
