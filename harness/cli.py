@@ -297,7 +297,7 @@ def cmd_reproduce(args):
         print(vmd)
     if args.publish:                     # with --against, the validation table only
         sets.publish(st, vmd if args.against else md, args.publish, command,
-                     kind="validation" if args.against else "reproduce")
+                     kind="validation" if args.against else "reproduce", dates=sets.run_dates(out, args.against))
         log(f"published into {args.publish}")
     log(f"set {st['name']}: table in {out}/table.md, a report per spec under {out}/<spec>/report")
     if failed:

@@ -188,7 +188,8 @@ def main(argv=None):
     write(tab)
     if a.publish:
         command = "python -m workloads.derive_sensitivity " + " ".join(argv if argv is not None else sys.argv[1:])
-        sets.publish(PUBLISHED, markdown(tab), a.publish, command, kind=KIND)
+        made = (tab.get("emulated_provenance") or {}).get("date")
+        sets.publish(PUBLISHED, markdown(tab), a.publish, command, kind=KIND, dates=(made, made) if made else None)
         print(f"published in {a.publish}")
     return 0
 

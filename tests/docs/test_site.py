@@ -14,7 +14,8 @@ from tests.helpers import ROOT, cli_main
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PAGES = {"index.html": "Interleave", "walkthrough.html": "Walkthrough - Interleave", "spec.html": "Spec - Interleave",
          "cli.html": "Command line - Interleave", "plugins.html": "Extending - Interleave",
-         "machines.html": "Machines and fidelity - Interleave"}     # the titles mkdocs.yml's nav gives
+         "machines.html": "Machines and fidelity - Interleave", "results/index.html": "Index - Interleave",
+         "results/demo/index.html": "Demo - Interleave"}     # the titles mkdocs.yml's nav gives
 
 PROBE = """<html><body><pre id="r">pending</pre><iframe id="f" src="{url}" width="1200" height="900"></iframe>
 <script>
