@@ -130,25 +130,25 @@ def cmd_schedule(args):
     finally:
         bar.close()
     if args.out:
-        from pathlib import Path
-        Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+        out.write(args.out)
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(json.dumps(out.to_dict(), indent=2))
     else:
         print(render_schedule(out))
     return 0
 
 
 def render_schedule(out):
-    lines = [f"scheduler {out['scheduler']} on {out['topology']['name']} "
-             f"({out['topology']['hosts']} hosts), {len(out['jobs'])} jobs, {len(out['epochs'])} epoch(s)"]
+    """The plan (a harness.plan.Plan) as ``interleave schedule`` prints it."""
+    lines = [f"scheduler {out.scheduler} on {out.topology['name']} "
+             f"({out.topology['hosts']} hosts), {len(out.jobs)} jobs, {len(out.epochs)} epoch(s)"]
     lines.append(f"{'job':10s} {'model':14s} {'placed':>8s} {'align':>6s} {'shift ms':>9s} {'iter ms':>8s}  hosts")
-    for j in out["jobs"]:
+    for j in out.jobs:
         # a job that runs free starts when it is ready: no shift is applied, whatever the plan computed
-        shift = "-" if j.get("alignment") == "free" else f"{j['time_shift_ms']:.1f}"
-        lines.append(f"{j['name']:10s} {j['model']:14s} {j['placed_at_s']:8.1f} {j.get('alignment', '-'):>6s} {shift:>9s} "
-                     f"{j['iteration_ms']:8.1f}  {' '.join(j['hosts'])}")
-    for e in out["epochs"]:
+        shift = "-" if j.alignment == "free" else f"{j.time_shift_ms:.1f}"
+        lines.append(f"{j.name:10s} {j.model:14s} {j.placed_at_s:8.1f} {j.alignment:>6s} {shift:>9s} "
+                     f"{j.iteration_ms:8.1f}  {' '.join(j.hosts)}")
+    for e in out.epochs:
         shared = e["links"]
         worst = min((l["score"] for l in shared), default=1.0)
         ag = e.get("affinity_graph") or {"loop_free": None}
@@ -167,7 +167,7 @@ def render_schedule(out):
             extra.append(e["fallback"])
         lines.append(f"epoch t={e['t_s']:.1f}s: placed {', '.join(e['placed'])}; {len(shared)} shared links, "
                      f"mean score {e['score']:.3f}, worst {worst:.3f}" + "".join("; " + x for x in extra))
-    fp = out.get("flow_scheduler")
+    fp = out.flow_scheduler
     if fp:
         lines.append(f"flow scheduler {fp['policy']}: steps every {fp['period_s'] * 1000:.0f} ms (the grid; iter ms above)")
         mech = fp.get("mechanism")

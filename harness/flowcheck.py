@@ -21,6 +21,7 @@ import pandas as pd
 
 from harness import spec as spec_mod
 from harness.errors import UsageError
+from harness.plan import Plan
 from harness.routing import compute_routes
 from harness.schedulers import flowplan
 
@@ -29,14 +30,14 @@ WARMUP_STEPS = 1
 
 def model_turns(run):
     """[per turn: {job: harness.sim.flows result of its step}] of the run's plan, played again."""
-    plan = json.loads((run / "schedule.json").read_text())
-    fs = plan.get("flow_scheduler")
+    plan = Plan.read(run / "schedule.json")
+    fs = plan.flow_scheduler
     if not fs:
         raise UsageError(f"{run}: schedule.json has no flow_scheduler (not a run of program jobs)")
     sp = spec_mod.load(run / "spec.yaml")
     routes = compute_routes(sp.topology)
     hosts = {j.name: j.hosts for j in sp.jobs}
-    shifts = {j["name"]: j["time_shift_ms"] for j in plan["jobs"]}
+    shifts = {j.name: j.time_shift_ms for j in plan.jobs}
     if fs.get("priorities"):
         return [flowplan.steady_steps(sp, routes, hosts, shifts, fs["period_s"], "priority", phase)
                 for phase in range(len(flowplan.program_jobs(sp)))]

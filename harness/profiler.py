@@ -241,7 +241,7 @@ def measure(spec, job_name, workdir, period_ms=5.0, seconds=8.0, log=lambda m: N
                 tm.stop()
             m = {"idle": idle_of(), "agents": agents,
                  "datapath": fidelity.datapath_delta(datapath0, datapath_counters(fab))}
-            judged = guard(m, tm.links(t), {"jobs": [{"iteration_ms": prof.iteration_ms}]}, Dilation(1), topo)
+            judged = guard(m, tm.links(t), prof.iteration_ms, Dilation(1), topo)
             rows = rp.iterations()
     w0 = rows[rows.worker == 0].sort_values("iteration")
     replay_ms = float(np.diff(w0.start.to_numpy()).mean() * 1000) if len(w0) > 2 else float("nan")

@@ -80,19 +80,18 @@ def chown_to_invoker(path):
 
 
 def segments(plan):
-    """What the runner starts: one entry per job, or per segment of a preempted job (tags
-    ``<job>``, ``<job>.s1``, ...; iterations numbered on with ``base``)."""
+    """What the runner starts: one entry per job (``job``: its PlannedJob), or per segment of a
+    preempted job (tags ``<job>``, ``<job>.s1``, ...; iterations numbered on with ``base``)."""
     out = []
-    for j in plan["jobs"]:
-        segs = j.get("segments") or [{"start_s": j["placed_at_s"], "hosts": j["hosts"], "iterations": j["iterations"]}]
+    for j in plan.jobs:
         base = 0
-        for k, sg in enumerate(segs):
-            out.append({**j, "hosts": sg["hosts"], "placed_at_s": sg["start_s"], "seg": k,
-                        "tag": j["name"] if k == 0 else f"{j['name']}.s{k}",
-                        "prev_tag": None if k == 0 else (j["name"] if k == 1 else f"{j['name']}.s{k - 1}"),
-                        "seg_iterations": sg["iterations"], "base": base,
-                        "restart_s": j["restart_s"] if k else 0.0})    # the plan gives it with segments
-            base += sg["iterations"]
+        for k, sg in enumerate(j.stretches()):
+            out.append({"job": j, "name": j.name, "hosts": sg.hosts, "placed_at_s": sg.start_s, "seg": k,
+                        "tag": j.name if k == 0 else f"{j.name}.s{k}",
+                        "prev_tag": None if k == 0 else (j.name if k == 1 else f"{j.name}.s{k - 1}"),
+                        "seg_iterations": sg.iterations, "base": base,
+                        "restart_s": j.restart_s if k else 0.0})    # the plan gives it with segments
+            base += sg.iterations
     return out
 
 
@@ -103,13 +102,13 @@ def tags_of(name, keys):
 def wall_entry(entry, plan, dil):
     """A segment entry's times on the wall clock (the one place plan times are dilated): start,
     shift, period, restart, and its group members' shifts."""
-    sched = {j["name"]: j for j in plan["jobs"]}
-    period_ms = entry.get("period_ms", entry["iteration_ms"])
-    if "flow_scheduler" in plan and entry["name"] in plan["flow_scheduler"]["jobs"]:
-        period_ms = plan["flow_scheduler"]["period_s"] * 1000       # a program job's step grid
-    return {"start_s": dil.wall(entry["placed_at_s"]), "shift_ms": dil.wall(entry["time_shift_ms"]),
+    j, sched = entry["job"], plan.by_name
+    period_ms = j.beat_ms
+    if plan.is_program(j.name):
+        period_ms = plan.flow_scheduler["period_s"] * 1000       # a program job's step grid
+    return {"start_s": dil.wall(entry["placed_at_s"]), "shift_ms": dil.wall(j.time_shift_ms),
             "period_s": dil.wall(period_ms / 1000), "restart_s": dil.wall(entry["restart_s"]),
-            "group": [{"job": m, "shift_ms": dil.wall(sched[m]["time_shift_ms"])} for m in entry.get("group") or []]}
+            "group": [{"job": m, "shift_ms": dil.wall(sched[m].time_shift_ms)} for m in j.group or []]}
 
 
 def telemetry_periods(spec, dil):
@@ -154,7 +153,7 @@ def prepare(out_dir, spec, plan, findings, backends, link, dil, replace=False):
         shutil.rmtree(work)
     work.mkdir(parents=True)
     (work / "spec.yaml").write_text(yaml.safe_dump(spec.raw, sort_keys=False))
-    (work / "schedule.json").write_text(json.dumps(plan, indent=2))
+    plan.write(work / "schedule.json")
     env = {"doctor": findings, "backends": backends, "versions": versions(), "time_dilation": dil.factor,
            "plugins": registry.plugin_files(),
            "link": link.to_dict(), "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -184,7 +183,7 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
     if too_fast:
         log(f"warning: {too_fast}")
     out_dir, work = prepare(out_dir, spec, plan, findings, backends, link, dil, replace)
-    total_it = sum(j["iterations"] for j in plan["jobs"])
+    total_it = sum(j.iterations for j in plan.jobs)
     progress = Progress(total_it, "iterations", desc=spec.name, quiet=quiet)
     ok = False
     try:
@@ -214,7 +213,7 @@ class Session:
         self.spec, self.plan, self.fab, self.work, self.dil, self.topo = spec, plan, fab, work, dil, topo
         self.progress, self.log = progress, log
         self.jobs = {j.name: j for j in spec.jobs}
-        self.index = {j["name"]: i for i, j in enumerate(plan["jobs"])}
+        self.index = {j.name: i for i, j in enumerate(plan.jobs)}
         self.pending = sorted(segments(plan), key=lambda e: (e["placed_at_s"], e["name"], e["seg"]))
         self.n_entries = len(self.pending)
         self.started, self.finished, self.ce0, self.ce1 = {}, {}, {}, {}
@@ -226,9 +225,9 @@ class Session:
         self.tm = Telemetry(self.fab, self.work / "telemetry", period_ms=period_ms, ce_period_ms=ce_period_ms).start()
         self.rp = Replayer(self.fab, self.work, self.log, self.dil.factor)
         self.run_start = mono()
-        self.replanner = replan.Replanner(self.spec.replan, self.plan["flow_scheduler"], self.rp.dir, FLOW_COLUMNS,
+        self.replanner = replan.Replanner(self.spec.replan, self.plan.flow_scheduler, self.rp.dir, FLOW_COLUMNS,
                                           lambda: self.dil.model(mono() - self.run_start), self.dil.model,
-                                          {j["name"]: j["iterations"] for j in self.plan["jobs"]}) \
+                                          {j.name: j.iterations for j in self.plan.jobs}) \
             if self.spec.replan else None
         # one reference instant for the whole run: job j's iteration k is planned at slot k of its
         # grid from t_ref (a later job starts at its first slot after it can be ready)
@@ -277,7 +276,7 @@ class Session:
         spec, plan, dil, hosts, tag = self.spec, self.plan, self.dil, entry["hosts"], entry["tag"]
         w = wall_entry(entry, plan, dil)
         job = dataclasses.replace(self.jobs[entry["name"]], iterations=entry["seg_iterations"])
-        prof = dilate(stretched(spec.profiles[job.model], entry.get("period_ms", 0)), dil.factor)
+        prof = dilate(stretched(spec.profiles[job.model], entry["job"].period_ms or 0), dil.factor)
         for h in hosts:
             self.ce0[(tag, h)] = ce_received(self.fab, h)
         period_s = w["period_s"] if job.is_program else prof.iteration_ms / 1000
@@ -285,15 +284,15 @@ class Session:
         earliest = mono() + AGENT_SETUP_S + AGENT_SETUP_PER_HOST_S * len(hosts) + w["restart_s"]
         first = timing.first_slot(earliest, self.t_ref, w["shift_ms"] / 1000, period_s)
         extra = {"first_slot": first, "iteration_base": entry["base"]}
-        if entry["alignment"] == "group":
+        if entry["job"].alignment == "group":
             extra.update(group=w["group"], beat_dir=str(self.rp.dir))
         if job.is_program:
-            extra.update(flowplan.agent_config(job, plan["flow_scheduler"],
+            extra.update(flowplan.agent_config(job, plan.flow_scheduler,
                                                byte_scale(self.topo, hosts, spec.reference_gbps, dil.factor), dil.factor))
             if self.replanner is not None:
                 extra["replan_path"] = str(self.replanner.path(job.name))
         self.rp.start(job, prof, hosts, w["shift_ms"], self.t_ref, self.run_start, self.index[entry["name"]],
-                      entry["alignment"], extra, tag=tag)
+                      entry["job"].alignment, extra, tag=tag)
         self.started[tag] = {"hosts": hosts, "t0": dil.model(self.t_ref - self.run_start), "at": dil.model(now),
                              "first_slot": first}
         self.pending.remove(entry)
@@ -353,7 +352,7 @@ def add_step_metrics(summary, plan, iters, flows, steady):
     harness.sim.flows) and, for paced flows, how far each finished from its target. The totals are
     over every job: profile jobs beside them (``steady``: {job: (steady iteration times ms, their
     slowdowns)} from ``summarize``) keep their iterations."""
-    fp = plan["flow_scheduler"]
+    fp = plan.flow_scheduler
     steps_all, ects_all, slow_all, overhead = [], [], [], []
     for name, (it, slow) in steady.items():
         if name not in fp["jobs"]:
@@ -429,30 +428,30 @@ def shift_errors_ms(name, j, plan, iters, started):
     another member's nearest earlier communication start minus the planned difference of shifts,
     wrapped into one period (workloads.timing.wrap). Otherwise it is the distance to the job's own
     plan grid."""
-    sched = {x["name"]: x for x in plan["jobs"]}
-    it = j.get("period_ms", j["iteration_ms"]) / 1000
+    sched = plan.by_name
+    it = j.beat_ms / 1000
     mine = iters[(iters.job == name) & (iters.worker == 0)].sort_values("comm_start")
-    others = [m for m in j.get("group") or [] if m != name]
+    others = [m for m in j.group or [] if m != name]
     if others:
         other = iters[(iters.job == others[0]) & (iters.worker == 0)].sort_values("comm_start")
         if len(other) and len(mine):
-            planned = (j["time_shift_ms"] - sched[others[0]]["time_shift_ms"]) / 1000
+            planned = (j.time_shift_ms - sched[others[0]].time_shift_ms) / 1000
             idx = np.searchsorted(other.comm_start.to_numpy(), mine.comm_start.to_numpy()) - 1
             ok = idx >= 0
             d = mine.comm_start.to_numpy()[ok] - other.comm_start.to_numpy()[idx[ok]] - planned
             return np.abs(timing.wrap(d, it)) * 1000
     t0 = started.get(name, {}).get("t0", 0.0)
-    slot_start = timing.slot_time(t0, j["time_shift_ms"] / 1000, mine.slot, it)
+    slot_start = timing.slot_time(t0, j.time_shift_ms / 1000, mine.slot, it)
     return ((mine.start - slot_start).abs() * 1000).to_numpy()
 
 
 def job_metrics(j, iters, m):
     """One job's summary entry from its leader's rows, its hosts' CE counters and its agents'
     summaries; also its steady iteration times (ms) for the totals."""
-    name = j["name"]
+    name, segs = j.name, j.segment_dicts()
     w0 = iters[(iters.job == name) & (iters.worker == 0)].sort_values("iteration")
-    pieces = metrics.segment_pieces(w0, j.get("segments"))
-    steady = metrics.steady_iteration_ms(w0, j.get("segments"))
+    pieces = metrics.segment_pieces(w0, segs)
+    steady = metrics.steady_iteration_ms(w0, segs)
     comm = np.concatenate([metrics.comm_ms(p) for p in pieces]) if len(w0) else np.array([])
     ce0, ce1 = m["ce0"], m["ce1"]
     marks = sum(ce1[k] - ce0.get(k, 0) for k in ce1 if k[0] in tags_of(name, {t for t, _h in ce1}))
@@ -460,29 +459,30 @@ def job_metrics(j, iters, m):
     realigns = sum(s.get("realignments", 0) for (jn, _w), s in m["agents"].items() if jn in tags_of(name, [jn]))
     span_min = max(1e-9, (w0.end.max() - w0.start.min()) / 60) if len(w0) else 1e-9
     entry = metrics.job(
-        model=j["model"], hosts=j["hosts"], iterations=len(w0),
+        model=j.model, hosts=j.hosts, iterations=len(w0),
         iteration_ms_mean=metrics.mean(steady), iteration_ms_p99=metrics.percentile(steady, 99),
-        iteration_ms_profile=j["iteration_ms"], fastest_iteration_ms=min(steady) if len(steady) else None,
-        comm_ms_mean=metrics.mean(comm), comm_ms_profile=m["profiles"][j["model"]].comm_span_ms,
-        jct_s=float(w0.end.max() - j.get("arrival_s", 0.0)) if len(w0) else None,
-        queue_s=m["started"][name]["at"] - j.get("arrival_s", 0.0) if name in m["started"] else None,
+        iteration_ms_profile=j.iteration_ms, fastest_iteration_ms=min(steady) if len(steady) else None,
+        comm_ms_mean=metrics.mean(comm), comm_ms_profile=m["profiles"][j.model].comm_span_ms,
+        jct_s=float(w0.end.max() - j.arrival_s) if len(w0) else None,
+        queue_s=m["started"][name]["at"] - j.arrival_s if name in m["started"] else None,
         ecn_marks=marks, ecn_marks_source="receivers (IpExtInCEPkts of the job's hosts)",
-        ecn_marks_per_iteration=marks / max(1, len(w0)), time_shift_ms=j["time_shift_ms"],
-        alignment=j["alignment"], shift_error_ms_p50=float(np.median(err)) if len(err) else None,
+        ecn_marks_per_iteration=marks / max(1, len(w0)), time_shift_ms=j.time_shift_ms,
+        alignment=j.alignment, shift_error_ms_p50=float(np.median(err)) if len(err) else None,
         realignments=realigns, realignments_per_minute=realigns / span_min,
-        preemptions=len(j.get("segments") or [None]) - 1, segments=j.get("segments"))
+        preemptions=len(segs or [None]) - 1, segments=segs)
     return entry, steady, comm
 
 
-def guard(m, links, plan, dil, topo):
+def guard(m, links, shortest_ms, dil, topo):
     """The fidelity guard's signals and verdict (harness.fidelity), on model time: link rates are
     the model's (the fabric's times D), a window of one model second holds D wall seconds; the
-    agents' sleeps are late on the wall clock, against the shortest iteration on that clock."""
+    agents' sleeps are late on the wall clock, against the shortest iteration (``shortest_ms``, model
+    time) on that clock."""
     rates = {did: dil.wall(l.params.rate_bps) for l in topo.links for did, *_ in l.directions()}
     peak = max_window_utilization(links, rates, 1.0)
     allowed = max(shaping_allowance(l.params, dil.wall(1.0)) for l in topo.links)
     signals = fidelity.signals(m["idle"], list(m["agents"].values()), peak, allowed,
-                               dil.wall(min(j["iteration_ms"] for j in plan["jobs"])), m.get("datapath"))
+                               dil.wall(shortest_ms), m.get("datapath"))
     ok, notes = fidelity.verdict(signals)
     return {"ok": ok, "notes": notes, **signals}
 
@@ -492,17 +492,17 @@ def summarize(spec, plan, iters, links, m, dil, topo, steady_of=None):
     and their slowdowns, for ``add_step_metrics``."""
     jobs, all_it, all_slow, all_comm = {}, [], [], []
     m = {**m, "plan": plan, "profiles": spec.profiles}
-    for j in plan["jobs"]:
-        jobs[j["name"]], steady, comm = job_metrics(j, iters, m)
+    for j in plan.jobs:
+        jobs[j.name], steady, comm = job_metrics(j, iters, m)
         all_it.extend(steady.tolist())
         all_comm.extend(comm.tolist())
-        all_slow.extend((steady / j["iteration_ms"]).tolist())
+        all_slow.extend((steady / j.iteration_ms).tolist())
         if steady_of is not None:
-            steady_of[j["name"]] = (steady, steady / j["iteration_ms"])
+            steady_of[j.name] = (steady, steady / j.iteration_ms)
     jcts = [v["jct_s"] for v in jobs.values() if v["jct_s"] is not None]
     queues = [v["queue_s"] for v in jobs.values() if v["queue_s"] is not None]
     end = float(iters.end.max()) if len(iters) else None
-    restarts = [metrics.restart_cost(j.get("segments"), j.get("restart_s")) for j in plan["jobs"]]
+    restarts = [metrics.restart_cost(j.segment_dicts(), j.restart_s) for j in plan.jobs]
     totals = metrics.totals(
         iteration_ms_mean=metrics.mean(all_it), iteration_ms_p99=metrics.percentile(all_it, 99),
         comm_ms_mean=metrics.mean(all_comm), ecn_marks=sum(v["ecn_marks"] for v in jobs.values()),
@@ -516,5 +516,5 @@ def summarize(spec, plan, iters, links, m, dil, topo, steady_of=None):
     telemetry = {"ce_caught_up": m.get("ce_caught_up"),
                  "ce_caught_up_meaning": "the controller's last CE samples equal the switches' own counters "
                                          "(links.csv's openflow ecn_marked is complete)"}
-    return metrics.summary(spec.scheduler, spec.name, end or 0.0, jobs, totals, guard(m, links, plan, dil, topo),
-                           telemetry=telemetry)
+    judged = guard(m, links, min(j.iteration_ms for j in plan.jobs), dil, topo)
+    return metrics.summary(spec.scheduler, spec.name, end or 0.0, jobs, totals, judged, telemetry=telemetry)

@@ -91,21 +91,21 @@ def simulate_programs(spec):
                         "the emulator only (the flow model has no profile jobs)")
     t0 = time.perf_counter()
     plan = schedule(spec)
-    fp = plan["flow_scheduler"]
+    fp = plan.flow_scheduler
     jobs = {}
-    for j in plan["jobs"]:
-        d = fp["jobs"][j["name"]]
+    for j in plan.jobs:
+        d = fp["jobs"][j.name]
         step_ms, ideal_ms = d["predicted"]["step_s"] * 1000, d["ideal_step_s"] * 1000
         # a step that overruns the grid delays the next one: the job then runs at its step time
         every_s = max(fp["period_s"], d["predicted"]["step_s"])
-        jobs[j["name"]] = metrics.job(
-            program=True, model=j["model"], hosts=j["hosts"], iterations=j["iterations"],
+        jobs[j.name] = metrics.job(
+            program=True, model=j.model, hosts=j.hosts, iterations=j.iterations,
             iteration_ms_mean=step_ms, iteration_ms_p99=step_ms, iteration_ms_profile=round(ideal_ms, 2),
             iteration_ms_meaning=metrics.STEP_MEANING, ect_ms_mean=d["predicted"]["ect_s"] * 1000,
             coflow_ms=d["predicted"]["coflow_s"] * 1000,
             predicted_step_ms=step_ms, predicted_ect_ms=d["predicted"]["ect_s"] * 1000,
-            jct_s=j["time_shift_ms"] / 1000 + (j["iterations"] - 1) * every_s + d["predicted"]["step_s"],
-            time_shift_ms=j["time_shift_ms"], alignment=j["alignment"], flows=len(d["flows"]))
+            jct_s=j.time_shift_ms / 1000 + (j.iterations - 1) * every_s + d["predicted"]["step_s"],
+            time_shift_ms=j.time_shift_ms, alignment=j.alignment, flows=len(d["flows"]))
     vals = [v["iteration_ms_mean"] for v in jobs.values()]
     slow = [v["iteration_ms_mean"] / v["iteration_ms_profile"] for v in jobs.values()]
     makespan = max(v["jct_s"] for v in jobs.values())

@@ -14,10 +14,11 @@ in a file a spec names under ``plugins:`` (or a command's ``--plugin``); a topol
 function decorated with ``register_topology(name)``. docs/plugins.md.
 """
 from harness.contract import Cluster, EventPolicy, JobRequest, PlacementPolicy, PluginError
+from harness.plan import Plan, PlannedJob
 from harness.registry import load_plugin, register_scheduler, register_topology, scheduler_names, topology_names
 from harness.schedulers.policy import Decision
 from interleave.api import Result, load_spec, read_results, run, schedule, simulate
 
-__all__ = ["Cluster", "Decision", "EventPolicy", "JobRequest", "PlacementPolicy", "PluginError", "Result",
+__all__ = ["Cluster", "Decision", "EventPolicy", "JobRequest", "PlacementPolicy", "Plan", "PlannedJob", "PluginError", "Result",
            "load_plugin", "load_spec", "read_results", "register_scheduler", "register_topology", "run", "schedule",
            "scheduler_names", "simulate", "topology_names"]

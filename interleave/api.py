@@ -26,7 +26,8 @@ def load_spec(path_or_mapping, scheduler=None, seed=None):
 
 
 def schedule(spec, scheduler=None):
-    """The plan (what ``interleave schedule --json`` prints): every job's hosts, start and time-shift."""
+    """The plan, a harness.plan.Plan (``to_dict()``: what ``interleave schedule --json`` prints): every
+    job's hosts, start and time-shift as a PlannedJob."""
     from harness.schedulers.plan import schedule as plan
     return plan(load_spec(spec, scheduler))
 

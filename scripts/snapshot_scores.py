@@ -27,7 +27,7 @@ def schedule(spec, scheduler):
 
 
 def score(plan):
-    e = plan["epochs"][0]
+    e = plan.epochs[0]
     note = " (fallback)" if e.get("fallback") else " (approximate)" if e.get("approximate") else ""
     return f"{e['score']:.3f}{note}"
 
@@ -41,8 +41,8 @@ def main():
     for n in sorted(PAPER_SCORE):
         spec = ROOT / "experiments" / f"snapshot{n}.yaml"
         base, cas = schedule(spec, "themis"), schedule(spec, "themis+cassini")
-        jobs = " + ".join(j["model"] for j in cas["jobs"])
-        shifts = ", ".join(f"{j['name']} {j['time_shift_ms']:g} ms" for j in cas["jobs"] if j["time_shift_ms"]) or "none"
+        jobs = " + ".join(j.model for j in cas.jobs)
+        shifts = ", ".join(f"{j.name} {j.time_shift_ms:g} ms" for j in cas.jobs if j.time_shift_ms) or "none"
         lines.append(f"| {n} | {jobs} | {PAPER_SCORE[n]} | {score(base)} | {score(cas)} | {shifts} |")
     emit_bench("snapshot-scores", "# snapshot scores\n\n" + "\n".join(lines) + "\n", args.publish,
                ".venv/bin/python scripts/snapshot_scores.py " + " ".join(sys.argv[1:]))

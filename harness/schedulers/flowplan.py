@@ -39,6 +39,7 @@ agents' configs (``agent_config``).
 """
 import math
 
+from harness.plan import Plan, PlannedJob
 from harness.errors import require_number
 from harness.sim import calibration
 from harness.sim.flows import JobStep, simulate_steps
@@ -357,16 +358,7 @@ def schedule_programs(spec, routes):
     jobs = []
     for j in spec.jobs:         # a profile job (spec with both kinds) runs its profile's iteration
         it_s = period if j.is_program else spec.profiles[j.model].iteration_ms / 1000
-        jobs.append({"name": j.name, "model": j.model, "hosts": j.hosts, "time_shift_ms": shifts[j.name],
-                     "iteration_ms": round(it_s * 1000, 3), "iterations": j.iterations, "arrival_s": j.arrival_s,
-                     "placed_at_s": j.arrival_s, "finish_est_s": round(j.arrival_s + j.iterations * it_s, 3),
-                     "alone": False})
-    return {
-        "scheduler": spec.scheduler, "spec": spec.name, "seed": spec.seed,
-        "topology": spec.topology.summary(), "reference_gbps": spec.reference_gbps,
-        "jobs": jobs, "links": [], "affinity_graph": {"loop_free": None},
-        "candidates_considered": max(1, len(search)), "epochs": [],
-        "params": {"shift_search_ms": search} if search else {},
-        "routes": "computed by harness.routing (deterministic least-loaded ECMP); installed by the controller",
-        "flow_scheduler": fp,
-    }
+        jobs.append(PlannedJob(j.name, j.model, j.hosts, shifts[j.name], round(it_s * 1000, 3), j.iterations,
+                               j.arrival_s, j.arrival_s, round(j.arrival_s + j.iterations * it_s, 3)))
+    return Plan.of(spec, jobs, candidates_considered=max(1, len(search)),
+                   params={"shift_search_ms": search} if search else {}, flow_scheduler=fp)

@@ -16,9 +16,10 @@ iteration k of job j is planned to start at T0 + shift_j + k x iteration_j.
 import dataclasses
 
 from harness.contract import EventPolicy
+from harness.plan import Plan, PlannedJob, Reshift, Segment
 from harness.routing import compute_routes
 from harness.schedulers.flowplan import schedule_programs
-from harness.schedulers.policy import EpochPolicy, ScheduleError, groups, job_timing, placeable_jobs  # noqa: F401 (re-exported)
+from harness.schedulers.policy import EpochPolicy, ScheduleError, assign_timing, groups, placeable_jobs  # noqa: F401 (re-exported)
 from harness.schedulers.reallocation import reallocating
 from harness.schedulers.tuner import tune
 from harness.sim.engine import Simulator
@@ -48,29 +49,21 @@ def plan_from_simulation(spec, routes, progress=None):
         js = summary["jobs"][j.name]
         seg = js["segments"][0]
         prof = spec.profiles[j.model]
-        out = {"name": j.name, "model": j.model, "hosts": seg["hosts"], "time_shift_ms": 0.0,
-               "iteration_ms": prof.iteration_ms, "iterations": j.iterations, "arrival_s": j.arrival_s,
-               "placed_at_s": seg["start_s"], "finish_est_s": round(j.arrival_s + js["jct_s"], 3),
-               "alone": False, "queue_est_s": js["queue_s"]}
+        out = PlannedJob(j.name, j.model, seg["hosts"], 0.0, prof.iteration_ms, j.iterations, j.arrival_s,
+                         placed_at_s=seg["start_s"], finish_est_s=round(j.arrival_s + js["jct_s"], 3),
+                         queue_est_s=js["queue_s"])
         if len(js["segments"]) > 1:     # preempted: the emulator runs each segment's iterations in turn
             left = [int(round(x["iterations_left"])) for x in js["segments"]] + [0]
-            segs = [{"start_s": x["start_s"], "hosts": x["hosts"], "iterations": a - b}
-                    for x, a, b in zip(js["segments"], left, left[1:]) if a - b > 0]
-            out["segments"] = segs
-            out["restart_s"] = sim.restart_s
+            out.segments = [Segment(x["start_s"], x["hosts"], a - b)
+                            for x, a, b in zip(js["segments"], left, left[1:]) if a - b > 0]
+            out.restart_s = sim.restart_s
         jobs_out.append(out)
     epochs = [{**e, "links": [], "score": 1.0} for e in sim.epochs]
     params = sim.policy.plan_params()
     if tuning:
         params["netsens"]["tuning"] = tuning
-    return {
-        "scheduler": spec.scheduler, "spec": spec.name, "seed": spec.seed,
-        "topology": spec.topology.summary(), "reference_gbps": spec.reference_gbps,
-        "jobs": jobs_out, "links": [], "affinity_graph": {"loop_free": None},
-        "candidates_considered": 1, "epochs": epochs, "params": params,
-        "predicted": {k: summary["totals"][k] for k in ("iteration_ms_mean", "jct_s_mean", "makespan_s")},
-        "routes": "computed by harness.routing (deterministic least-loaded ECMP); installed by the controller",
-    }
+    return Plan.of(spec, jobs_out, epochs=epochs, params=params,
+                   predicted={k: summary["totals"][k] for k in ("iteration_ms_mean", "jct_s_mean", "makespan_s")})
 
 
 def schedule(spec, routes=None, progress=None):
@@ -87,9 +80,7 @@ def schedule(spec, routes=None, progress=None):
         out = schedule_programs(spec, routes)
     else:
         out = schedule_epochs(spec, routes, progress)
-    timing = job_timing(out, spec.policy_class.keeps_spec_shifts, spec.uses_cassini, spec.cassini["align_min_score"])
-    for j in out["jobs"]:
-        j.update(timing[j["name"]])
+    assign_timing(out, spec.policy_class.keeps_spec_shifts, spec.uses_cassini, spec.cassini["align_min_score"])
     return out
 
 
@@ -124,24 +115,16 @@ def schedule_epochs(spec, routes, progress=None):
             prof, period = profiles_of[j.name], policy.period(j.name)
             running[j.name] = {"hosts": placed[j.name], "placed": t,
                                "finish": t + j.iterations * period / 1000.0}
-            jobs_out[j.name] = {"name": j.name, "model": j.model, "hosts": placed[j.name],
-                                "time_shift_ms": round(shifts[j.name], 3), "iteration_ms": prof.iteration_ms,
-                                "period_ms": period,
-                                "iterations": j.iterations, "arrival_s": j.arrival_s, "placed_at_s": round(t, 3),
-                                "finish_est_s": round(running[j.name]["finish"], 3), "alone": spec.policy_class.alone}
+            jobs_out[j.name] = PlannedJob(j.name, j.model, placed[j.name], round(shifts[j.name], 3), prof.iteration_ms,
+                                          j.iterations, j.arrival_s, round(t, 3), round(running[j.name]["finish"], 3),
+                                          alone=spec.policy_class.alone, period_ms=period)
             waiting.remove(j)
         for n in epoch.get("reshifted", {}):
-            jobs_out[n].setdefault("reshifts", []).append({"t_s": round(t, 3), "time_shift_ms": round(shifts[n], 3)})
+            jobs_out[n].reshifts = (jobs_out[n].reshifts or []) + [Reshift(round(t, 3), round(shifts[n], 3))]
         epochs.append(epoch)
         if progress is not None:
             progress(len(jobs_out))
     first = epochs[0]
-    return {
-        "scheduler": spec.scheduler, "spec": spec.name, "seed": spec.seed,
-        "topology": topo.summary(), "reference_gbps": spec.reference_gbps,
-        "jobs": [jobs_out[j.name] for j in spec.jobs],
-        "links": first["links"], "affinity_graph": first["affinity_graph"],
-        "candidates_considered": first["candidates_considered"],
-        "epochs": epochs, "params": {k: policy.params[k] for k in sorted(policy.params)},
-        "routes": "computed by harness.routing (deterministic least-loaded ECMP); installed by the controller",
-    }
+    return Plan.of(spec, [jobs_out[j.name] for j in spec.jobs], links=first["links"],
+                   affinity_graph=first["affinity_graph"], candidates_considered=first["candidates_considered"],
+                   epochs=epochs, params={k: policy.params[k] for k in sorted(policy.params)})

@@ -26,14 +26,15 @@ def _links_json(link_jobs, link_scores):
     return [{"id": l, "jobs": link_jobs[l], "score": round(link_scores[l], 4)} for l in sorted(link_jobs)]
 
 
-def groups(plan, min_score=0.0):
-    """Jobs that share a link at any epoch, joined transitively: {job: set of jobs in its group}.
+def groups(names, epochs, min_score=0.0):
+    """Jobs (``names``) that share a link at any of ``epochs`` (each with its scored ``links``), joined
+    transitively: {job: set of jobs in its group}.
 
     Only links whose compatibility score is at least ``min_score`` join jobs: CASSINI's shifts are
     worth keeping only where the jobs can interleave; on an incompatible link (two RoBERTa, Up 82 %
     of the time) holding each other to the shift only adds pauses (measured on snapshot 4)."""
-    links = [link["jobs"] for e in plan["epochs"] for link in e["links"] if link.get("score", 1.0) >= min_score]
-    return {name: set(members) for name, members in components([j["name"] for j in plan["jobs"]], links).items()}
+    links = [link["jobs"] for e in epochs for link in e["links"] if link.get("score", 1.0) >= min_score]
+    return {name: set(members) for name, members in components(list(names), links).items()}
 
 
 def alignment(keeps_spec_shifts, uses_cassini, members):
@@ -57,17 +58,15 @@ def same_period_group(name, grp, iteration_ms):
     return sorted(m for m in grp.get(name, {name}) if iteration_ms[m] == iteration_ms[name])
 
 
-def job_timing(plan, keeps_spec_shifts, uses_cassini, min_score):
-    """Each planned job's timing for schedule.json: {job: {"alignment", "group"}} (``group``: the
-    sorted members it aligns with, or None), from the links its epochs recorded."""
-    grp = groups(plan, min_score) if aligns(keeps_spec_shifts, uses_cassini) else {}
-    it = {j["name"]: j.get("period_ms", j["iteration_ms"]) for j in plan["jobs"]}
-    out = {}
-    for name in it:
-        members = same_period_group(name, grp, it)
-        mode = alignment(keeps_spec_shifts, uses_cassini, members)
-        out[name] = {"alignment": mode, "group": members if mode == "group" else None}
-    return out
+def assign_timing(plan, keeps_spec_shifts, uses_cassini, min_score):
+    """Each planned job's ``alignment`` and ``group`` (the sorted members it aligns with, or None),
+    from the links the plan's epochs recorded (in place)."""
+    grp = groups([j.name for j in plan.jobs], plan.epochs, min_score) if aligns(keeps_spec_shifts, uses_cassini) else {}
+    it = {j.name: j.beat_ms for j in plan.jobs}
+    for j in plan.jobs:
+        members = same_period_group(j.name, grp, it)
+        j.alignment = alignment(keeps_spec_shifts, uses_cassini, members)
+        j.group = members if j.alignment == "group" else None
 
 
 def placeable_jobs(waiting, used, n_hosts_free):

@@ -161,7 +161,7 @@ class Simulator:
             comps.setdefault(n if self.spec.policy_class.alone else joined[n][0], []).append(n)
         live = [{**l, "jobs": [n for n in l["jobs"] if n in running]} for l in epoch_links]
         keeps, cassini = self.spec.policy_class.keeps_spec_shifts, self.spec.uses_cassini
-        grp = groups({"jobs": [{"name": n} for n in running], "epochs": [{"links": live}]}, self.align_min) \
+        grp = groups(running, [{"links": live}], self.align_min) \
             if aligns(keeps, cassini) else {}
         period = {n: self._period(r) for n, r in running.items()}
         same = {n: same_period_group(n, grp, period) for n in running}

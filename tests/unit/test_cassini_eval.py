@@ -61,7 +61,7 @@ def test_a_job_batch_size_gives_it_its_own_profile():
 
 def test_the_cassini_plan_runs_snapshot1_on_one_period_and_scores_that():
     spec = spec_mod.load(ROOT / "experiments" / "cassini" / "snapshot1.yaml")
-    plan = schedule(spec)
+    plan = schedule(spec).to_dict()
     jobs = {j["name"]: j for j in plan["jobs"]}
     assert jobs["vgg16"]["iteration_ms"] == 255 and jobs["vgg16"]["period_ms"] == 260
     assert jobs["wrn101"]["period_ms"] == 260

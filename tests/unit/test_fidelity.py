@@ -82,11 +82,10 @@ def test_timer_lateness_is_judged_on_the_wall_clock_of_a_dilated_run():
     from workloads.timing import Dilation
     links = pd.DataFrame({"source": [], "tx_bytes": [], "direction": [], "time": []})
     m = {"idle": [0.6] * 30, "agents": {("n2", 0): agent([4.02] * 300, job="n2")}}
-    plan = {"jobs": [{"iteration_ms": 58.0}]}
-    dilated = guard(m, links, plan, Dilation(2.0), dumbbell(2))
+    dilated = guard(m, links, 58.0, Dilation(2.0), dumbbell(2))
     assert dilated["ok"] and dilated["timer_late_ms_allowed"] == 5.8
     assert dilated["timer_late_ms_p99_by_agent"] == {"n2.w0": 4.02}
-    plain = guard(m, links, plan, Dilation(1.0), dumbbell(2))
+    plain = guard(m, links, 58.0, Dilation(1.0), dumbbell(2))
     assert not plain["ok"] and plain["timer_late_ms_allowed"] == 2.9
 
 

@@ -19,8 +19,8 @@ def model_run(tmp_path, drift_s=0.0):
     sp = spec_mod.load(tmp_path / "spec.yaml")
     routes = compute_routes(sp.topology)
     plan = flowplan.schedule_programs(sp, routes)
-    (tmp_path / "schedule.json").write_text(json.dumps(plan))
-    fs = plan["flow_scheduler"]
+    plan.write(tmp_path / "schedule.json")
+    fs = plan.flow_scheduler
     res = flowplan.steady_steps(sp, routes, {j.name: j.hosts for j in sp.jobs}, {}, fs["period_s"], "fair")
     rows = []
     for step in range(4):

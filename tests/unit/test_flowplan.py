@@ -78,7 +78,7 @@ def test_data_parallel_job_next_to_a_pipeline():
     assert [op["op"] for op in progs[2]] == ["F", "B:0", "B:1", "B:2", "B:3", "U"]
     assert [len(op["outputs"]) for op in progs[2]] == [0, 1, 1, 1, 1, 0]
     assert len(progs[2][-1]["inputs"]) == 4                           # the update waits for every bucket
-    fp = schedule(sp)["flow_scheduler"]
+    fp = schedule(sp).flow_scheduler
     assert fp["jobs"]["b"]["kind"] == "data_parallel"
     assert fp["jobs"]["b"]["ideal_step_s"] == pytest.approx(1.5)
     assert fp["jobs"]["b"]["predicted"]["step_s"] > 1.5              # the last bucket's ring ends the step
@@ -122,8 +122,8 @@ def test_programs_give_every_flow_one_producer_and_one_consumer():
 
 
 def test_plan_paces_only_under_coflow_and_echelon():
-    fair = schedule(pipeline_spec("fair"))["flow_scheduler"]
-    ech = schedule(pipeline_spec("echelon"))["flow_scheduler"]
+    fair = schedule(pipeline_spec("fair")).flow_scheduler
+    ech = schedule(pipeline_spec("echelon")).flow_scheduler
     assert fair["period_s"] == ech["period_s"]                          # one grid for every policy
     assert all(f["schedule"] is None for f in fair["jobs"]["a"]["flows"])
     for f in ech["jobs"]["a"]["flows"]:
@@ -137,7 +137,7 @@ def test_plan_paces_only_under_coflow_and_echelon():
 
 def test_agent_config_scales_bytes_and_dilates_time():
     sp = pipeline_spec("echelon")
-    fp = schedule(sp)["flow_scheduler"]
+    fp = schedule(sp).flow_scheduler
     cfg = flowplan.agent_config(sp.jobs[0], fp, scale=1e-3, dilation=2.0)
     f0, p0 = cfg["flows"][0], fp["jobs"]["a"]["flows"][0]
     assert f0["bytes"] == 160_000 and f0["target_s"] == pytest.approx(2 * p0["target_s"])
@@ -162,7 +162,7 @@ def test_simulate_cli_on_a_pipeline_spec():
 def test_fixed_cassini_searches_a_shift_that_the_model_prefers():
     sp = spec_mod.load(ROOT / "experiments/echelon-tensor.yaml", scheduler="fixed+cassini:fair")
     sp.cassini["candidates"] = 5
-    p = schedule(sp)
+    p = schedule(sp).to_dict()
     scores = p["params"]["shift_search_ms"]
     shift = p["jobs"][1]["time_shift_ms"]
     assert p["jobs"][0]["time_shift_ms"] == 0.0 and len(scores) == 5
@@ -178,7 +178,7 @@ def test_fixed_cassini_searches_a_shift_that_the_model_prefers():
 
 def test_echelon_on_priority_queues_orders_the_jobs_then_their_flows_by_offset():
     from workloads.wire import PRIORITY_LEVELS
-    ech = schedule(pipeline_spec("echelon", link={"sharing": "priority"}))["flow_scheduler"]
+    ech = schedule(pipeline_spec("echelon", link={"sharing": "priority"})).flow_scheduler
     assert ech["priorities"] == PRIORITY_LEVELS and ech["mechanism"] == {                  # the default mechanism
         "chosen": "priority", "rule": "priority", "predicted_step_ms": ech["mechanism"]["predicted_step_ms"]}
     a, b = ({f["name"]: f for f in ech["jobs"][j]["flows"]} for j in ("a", "b"))
@@ -194,9 +194,9 @@ def test_echelon_on_priority_queues_orders_the_jobs_then_their_flows_by_offset()
         if f["d_s"] < g["d_s"]:
             assert f["priority"] <= g["priority"]
     # no priorities without priority queues, nor under fair / coflow on them
-    assert all(f["priority"] is None for f in schedule(pipeline_spec("echelon"))["flow_scheduler"]["jobs"]["a"]["flows"])
+    assert all(f["priority"] is None for f in schedule(pipeline_spec("echelon")).flow_scheduler["jobs"]["a"]["flows"])
     for flow in ("fair", "coflow"):
-        fp = schedule(pipeline_spec(flow, link={"sharing": "priority"}))["flow_scheduler"]
+        fp = schedule(pipeline_spec(flow, link={"sharing": "priority"})).flow_scheduler
         assert fp["priorities"] is None and all(f["priority"] is None for f in fp["jobs"]["b"]["flows"])
 
 
@@ -209,9 +209,9 @@ def test_echelon_on_priority_queues_takes_the_mechanism_the_model_finds_faster()
     def mean_step(fp):
         return round(1000 * sum(j["predicted"]["step_s"] for j in fp["jobs"].values()) / len(fp["jobs"]), 3)
     forced = {m: schedule(pipeline_spec("echelon", block={**small, "schedule": "1f1b"}, link={"sharing": "priority"},
-                                        echelon_mechanism=m))["flow_scheduler"] for m in ("priority", "pacing")}
+                                        echelon_mechanism=m)).flow_scheduler for m in ("priority", "pacing")}
     auto = schedule(pipeline_spec("echelon", block={**small, "schedule": "1f1b"}, link={"sharing": "priority"},
-                                  echelon_mechanism="auto"))["flow_scheduler"]
+                                  echelon_mechanism="auto")).flow_scheduler
     preds = auto["mechanism"]["predicted_step_ms"]
     assert set(preds) == {"priority", "pacing"} and auto["mechanism"]["rule"] == "auto"
     for m, fp in forced.items():
@@ -225,13 +225,13 @@ def test_echelon_on_priority_queues_takes_the_mechanism_the_model_finds_faster()
     assert all(f["schedule"] is None and f["priority"] for f in forced["priority"]["jobs"]["a"]["flows"])
     # with replan, auto plays priorities only; echelon on FIFO ports paces, whatever the default
     replanned = schedule(pipeline_spec("echelon", small, link={"sharing": "priority"}, echelon_mechanism="auto",
-                                       replan={"every_steps": 2}))["flow_scheduler"]["mechanism"]
+                                       replan={"every_steps": 2})).flow_scheduler["mechanism"]
     assert (replanned["chosen"], list(replanned["predicted_step_ms"])) == ("priority", ["priority"])
-    fifo = schedule(pipeline_spec("echelon", small))["flow_scheduler"]["mechanism"]
+    fifo = schedule(pipeline_spec("echelon", small)).flow_scheduler["mechanism"]
     assert (fifo["chosen"], fifo["rule"]) == ("pacing", None)
     # fair and coflow have one mechanism each, and no choice to record
     for flow, m in (("fair", "none"), ("coflow", "pacing")):
-        fp = schedule(pipeline_spec(flow, small, link={"sharing": "priority"}))["flow_scheduler"]
+        fp = schedule(pipeline_spec(flow, small, link={"sharing": "priority"})).flow_scheduler
         assert fp["mechanism"]["chosen"] == m and fp["mechanism"]["rule"] is None
 
 

@@ -35,15 +35,15 @@ def test_weighted_percentile_and_overhead():
 
 def fake_measurement(plan, it_s=0.3, n=10):
     rows = []
-    for j in plan["jobs"]:
-        for w in range(len(j["hosts"])):
+    for j in plan.jobs:
+        for w in range(len(j.hosts)):
             for k in range(n):
                 t = 3.0 + k * it_s
-                rows.append((j["name"], w, k, k, t, t + 0.1, t + 0.2, t + it_s, 0))
+                rows.append((j.name, w, k, k, t, t + 0.1, t + 0.2, t + it_s, 0))
     iters = pd.DataFrame(rows, columns=COLUMNS)
-    started = {j["name"]: {"hosts": j["hosts"], "t0": 3.0, "at": 0.5, "first_slot": 0} for j in plan["jobs"]}
-    ce1 = {(j["name"], h): 4 for j in plan["jobs"] for h in j["hosts"]}
-    agents = {(j["name"], 0): {"realignments": 1, "timer_late_ms": {"p99": 1.0}} for j in plan["jobs"]}
+    started = {j.name: {"hosts": j.hosts, "t0": 3.0, "at": 0.5, "first_slot": 0} for j in plan.jobs}
+    ce1 = {(j.name, h): 4 for j in plan.jobs for h in j.hosts}
+    agents = {(j.name, 0): {"realignments": 1, "timer_late_ms": {"p99": 1.0}} for j in plan.jobs}
     return iters, {"started": started, "ce0": {}, "ce1": ce1, "agents": agents, "idle": [0.9] * 10}
 
 
@@ -88,13 +88,13 @@ def test_a_spec_with_program_and_profile_jobs_totals_every_job():
     from harness.runner import add_step_metrics
     sp = spec_mod.load(ROOT / "experiments" / "echelon-mixed.yaml")
     plan = schedule(sp)
-    assert [j["iteration_ms"] for j in plan["jobs"]][1] == sp.profiles["vgg19"].iteration_ms
-    assert list(plan["flow_scheduler"]["jobs"]) == ["a"] and "b" in plan["flow_scheduler"]["model_note"]
+    assert [j.iteration_ms for j in plan.jobs][1] == sp.profiles["vgg19"].iteration_ms
+    assert list(plan.flow_scheduler["jobs"]) == ["a"] and "b" in plan.flow_scheduler["model_note"]
     iters, m = fake_measurement(plan, n=5)
     a = iters.job == "a"
     iters.loc[a, "end"] = iters.loc[a, "start"] + 1.5
     flows = pd.DataFrame([("a", k, f["name"], f["src"], f["dst"], f["bytes"], 3.0 + k, 3.0 + k, 3.0 + k, 3.1 + k, None, 0)
-                          for k in range(5) for f in plan["flow_scheduler"]["jobs"]["a"]["flows"]], columns=FLOW_COLUMNS)
+                          for k in range(5) for f in plan.flow_scheduler["jobs"]["a"]["flows"]], columns=FLOW_COLUMNS)
     steady = {}
     s = summarize(sp, plan, iters, pd.DataFrame(columns=LINK_COLUMNS), m, Dilation(1), sp.topology, steady)
     add_step_metrics(s, plan, iters, flows, steady)

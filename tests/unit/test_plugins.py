@@ -103,7 +103,7 @@ def test_python_api_loads_simulated_results_into_dataframes(tmp_path):
         sim = interleave.simulate(spec, scheduler="highest-free+cassini")
         print(sim.jobs.shape[0], sorted(sim.jobs.columns)[:3], sim.totals["iteration_ms_mean"] > 0)
         plan = interleave.schedule(spec)
-        print(plan["jobs"][0]["hosts"])
+        print(plan.jobs[0].hosts)
     """)
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]

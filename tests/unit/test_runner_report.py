@@ -45,10 +45,9 @@ def test_window_uses_the_counters_own_clock():
 
 
 def test_groups_join_only_compatible_links():
-    plan = {"jobs": [{"name": n} for n in "abcd"],
-            "epochs": [{"links": [{"jobs": ["a", "b"], "score": 1.0}, {"jobs": ["c", "d"], "score": 0.69}]}]}
-    assert groups(plan)["c"] == {"c", "d"}
-    g = groups(plan, 0.9)
+    epochs = [{"links": [{"jobs": ["a", "b"], "score": 1.0}, {"jobs": ["c", "d"], "score": 0.69}]}]
+    assert groups("abcd", epochs)["c"] == {"c", "d"}
+    g = groups("abcd", epochs, 0.9)
     assert g["a"] == {"a", "b"} and g["c"] == {"c"} and g["d"] == {"d"}
 
 

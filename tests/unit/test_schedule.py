@@ -22,7 +22,7 @@ def test_two_vgg16_on_a_dumbbell_interleave():
     s = spec(topology={"name": "dumbbell", "hosts_per_side": 2},
              jobs=[{"name": "a", "model": "vgg16", "hosts": ["h1", "h3"]},
                    {"name": "b", "model": "vgg16", "hosts": ["h2", "h4"]}])
-    out = schedule(s)
+    out = schedule(s).to_dict()
     shifts = {j["name"]: j["time_shift_ms"] for j in out["jobs"]}
     # VGG16 is Up 114 of 255 ms: any relative offset in [114, 141] keeps the Up phases apart
     assert 114 <= (shifts["b"] - shifts["a"]) % 255 <= 141
@@ -35,7 +35,7 @@ def test_themis_alone_scores_the_collision():
     s = spec(topology={"name": "dumbbell", "hosts_per_side": 2}, scheduler="themis",
              jobs=[{"name": "a", "model": "vgg16", "hosts": ["h1", "h3"]},
                    {"name": "b", "model": "vgg16", "hosts": ["h2", "h4"]}])
-    out = schedule(s)
+    out = schedule(s).to_dict()
     assert all(j["time_shift_ms"] == 0 for j in out["jobs"])
     assert all(l["score"] < 0.8 for l in out["links"])
 
@@ -44,7 +44,7 @@ def test_fixed_uses_the_spec_shift():
     s = spec(topology={"name": "dumbbell", "hosts_per_side": 2}, scheduler="fixed",
              jobs=[{"name": "a", "model": "vgg16", "hosts": ["h1", "h3"]},
                    {"name": "b", "model": "vgg16", "hosts": ["h2", "h4"], "time_shift_ms": 120}])
-    out = schedule(s)
+    out = schedule(s).to_dict()
     assert [j["time_shift_ms"] for j in out["jobs"]] == [0, 120]
 
 
@@ -63,7 +63,7 @@ def test_pinned_hosts_are_respected_by_every_policy():
     for policy in ("themis", "pollux", "random"):
         s = spec(scheduler=policy, jobs=[{"name": "a", "model": "vgg16", "hosts": ["h5", "h20"]},
                                          {"name": "b", "model": "vgg16", "workers": 3}])
-        out = schedule(s)
+        out = schedule(s).to_dict()
         a = next(j for j in out["jobs"] if j["name"] == "a")
         assert a["hosts"] == ["h5", "h20"]
 
@@ -72,7 +72,7 @@ def test_cassini_prefers_compatible_sharing():
     # four jobs of 4 workers on the fat-tree: CASSINI's chosen candidate is at least as good as the base
     s = spec(seed=2, jobs=[{"name": f"j{i}", "model": m, "workers": 4}
                            for i, m in enumerate(["vgg16", "wideresnet101", "vgg19", "roberta"])])
-    out = schedule(s)
+    out = schedule(s).to_dict()
     e = out["epochs"][0]
     scores = [x for x in e["candidate_scores"] if x is not None]
     assert e["score"] == pytest.approx(max(scores), abs=1e-3)
@@ -82,7 +82,7 @@ def test_cassini_prefers_compatible_sharing():
 
 def test_poisson_trace_of_20_jobs_on_the_fattree():
     s = spec(trace={"kind": "poisson", "jobs": 20, "load": 0.9, "iterations_scale": 0.1})
-    out = schedule(s)
+    out = schedule(s).to_dict()
     assert len(out["jobs"]) == 20
     assert all(0 <= j["time_shift_ms"] < j["iteration_ms"] for j in out["jobs"])
     assert all(j["placed_at_s"] >= j["arrival_s"] for j in out["jobs"])
@@ -91,7 +91,7 @@ def test_poisson_trace_of_20_jobs_on_the_fattree():
         for b in out["jobs"]:
             if a["name"] < b["name"] and a["placed_at_s"] < b["finish_est_s"] and b["placed_at_s"] < a["finish_est_s"]:
                 assert not set(a["hosts"]) & set(b["hosts"])
-    assert schedule(s) == out          # seeded: reproducible
+    assert schedule(s).to_dict() == out          # seeded: reproducible
 
 
 def test_traces_are_seeded():
@@ -231,6 +231,6 @@ def test_a_shift_no_scheduler_uses_is_refused_and_a_free_job_shows_no_shift():
     from harness.cli import render_schedule
     out = schedule(spec(topology={"name": "dumbbell", "hosts_per_side": 2}, scheduler="themis",
                         jobs=[{"name": "a", "model": "vgg16"}, {"name": "b", "model": "resnet50"}]))
-    assert {j["alignment"] for j in out["jobs"]} == {"free"}
+    assert {j.alignment for j in out.jobs} == {"free"}
     rows = [line.split() for line in render_schedule(out).splitlines()[2:4]]
     assert [(r[0], r[3], r[4]) for r in rows] == [("a", "free", "-"), ("b", "free", "-")]

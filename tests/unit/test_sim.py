@@ -299,7 +299,7 @@ def test_simulated_jobs_report_the_shift_they_ran_with():
     from harness.schedulers.plan import schedule
     from tests.helpers import ROOT
     s = spec_mod.load(ROOT / "experiments" / "demo.yaml", scheduler="themis+cassini")
-    planned = {j["name"]: j["time_shift_ms"] for j in schedule(s)["jobs"]}
+    planned = {j.name: j.time_shift_ms for j in schedule(s).jobs}
     simulated = {n: j["time_shift_ms"] for n, j in simulate_spec(s)["jobs"].items()}
     assert simulated == pytest.approx(planned) and max(planned.values()) > 0, (simulated, planned)
 
@@ -338,6 +338,6 @@ def test_a_job_that_a_later_arrival_groups_with_reports_the_plans_alignment(tmp_
                  {"name": "bert1", "model": "bert", "workers": 10, "iterations": 150},
                  {"name": "gpt1a", "model": "gpt1", "workers": 4, "iterations": 150, "arrival_s": 3}]}))
     s = spec_mod.load(p)
-    planned = {j["name"]: j["alignment"] for j in schedule(s)["jobs"]}
+    planned = {j.name: j.alignment for j in schedule(s).jobs}
     simulated = {n: j["alignment"] for n, j in simulate_spec(s)["jobs"].items()}
     assert planned == simulated and planned["mine1"] == "group", (planned, simulated)

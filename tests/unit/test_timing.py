@@ -47,10 +47,10 @@ def test_alignment_rule():
 
 def test_schedule_records_every_jobs_timing():
     sp = spec_mod.load(ROOT / "experiments" / "demo.yaml")
-    jobs = schedule(sp)["jobs"]
+    jobs = schedule(sp).to_dict()["jobs"]
     assert {j["alignment"] for j in jobs} == {"group"}
     assert all(j["group"] == sorted(x["name"] for x in jobs) for j in jobs)
-    base = schedule(spec_mod.load(ROOT / "experiments" / "demo.yaml", scheduler="themis"))["jobs"]
+    base = schedule(spec_mod.load(ROOT / "experiments" / "demo.yaml", scheduler="themis")).to_dict()["jobs"]
     assert {(j["alignment"], j["group"]) for j in base} == {("free", None)}
-    prog = schedule(spec_mod.load(ROOT / "experiments" / "echelon-tensor.yaml"))["jobs"]
+    prog = schedule(spec_mod.load(ROOT / "experiments" / "echelon-tensor.yaml")).to_dict()["jobs"]
     assert {j["alignment"] for j in prog} == {"grid"}
