@@ -65,7 +65,7 @@ START_COSTS_MS = np.arange(0, 2.01, 0.1)
 def program(flows):
     """(hosts, agent config) of one job running ``flows`` as harness.sim.flows.released_together
     models them."""
-    from harness.schedulers.flowplan import programs
+    from harness.planners.flowplan import programs
     hosts, e = released_together(flows)
     cfg = {"kind": "program", "period_s": 0.3, "programs": {str(w): ops for w, ops in programs(e, len(hosts)).items()},
            "flows": [{"name": f.name, "src": f.src, "dst": f.dst, "bytes": f.bytes, "target_s": None, "schedule": None,

@@ -118,7 +118,7 @@ def check_out(path, kind):
 
 def cmd_schedule(args):
     from harness import spec as spec_mod
-    from harness.schedulers.plan import ScheduleError, schedule
+    from harness.planners.schedule import ScheduleError, schedule
     check_out(args.out, "file")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
     warn_unread(spec)
@@ -223,7 +223,7 @@ def cmd_run(args):
     from harness import provenance
     from harness import spec as spec_mod
     from harness.runner import run
-    from harness.schedulers.plan import ScheduleError
+    from harness.planners.schedule import ScheduleError
     check_out(args.out, "dir")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
     warn_unread(spec)
@@ -340,7 +340,7 @@ def cmd_worker(args):
 def cmd_simulate(args):
     from harness import spec as spec_mod
     from harness import provenance
-    from harness.schedulers.plan import ScheduleError
+    from harness.planners.schedule import ScheduleError
     from harness.simulate import simulate_run
     check_out(args.out, "dir")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)

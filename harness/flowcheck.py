@@ -2,7 +2,7 @@
 wrong.
 
 Reads a results directory of program jobs (``flows.csv``, ``schedule.json``, ``spec.yaml``) and
-plays the run's plan in the model again (harness.schedulers.flowplan.steady_steps: the step between
+plays the run's plan in the model again (harness.planners.flowplan.steady_steps: the step between
 its neighbours on the grid, the run's policy, shifts and period, the calibration in the code now).
 Per job and flow, in the model's release order: the model's release and duration, and over the
 run's steps (the first left out as warm-up) the median release, duration and finish lag (emulated
@@ -13,7 +13,6 @@ queues (echelon) the jobs take turns: step k is compared with the model's turn k
     python -m harness.flowcheck RUN_DIR [--job a]
 """
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from harness import spec as spec_mod
 from harness.errors import UsageError
 from harness.plan import Plan
 from harness.routing import compute_routes
-from harness.schedulers import flowplan
+from harness.planners import flowplan
 
 WARMUP_STEPS = 1
 

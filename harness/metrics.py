@@ -15,7 +15,7 @@ segments. Program jobs add ``PROGRAM_JOB`` (``flows_paced`` / ``flows_prioritize
 flows of the step the flow scheduler carried by pacing and by a priority; the others go unmarked, at
 once). On priority ports (link.sharing priority) an emulated run adds ``ecn_marks_by_priority``
 (``priority_marks``: the marker's marks at the switches per priority level); with ``replan``
-(harness.schedulers.replan) it adds ``replan`` (``REPLAN``: the plans made in the run, what making
+(harness.planners.replan) it adds ``replan`` (``REPLAN``: the plans made in the run, what making
 one cost in the runner's CPU time, the fewest tables any agent loaded). Totals (``TOTALS``) are over every job's steady
 iterations, plus what preemptions cost (``restarts``, ``restart_gpu_s``: ``restart_cost``).
 Units: ms for iteration times, s for times of the run.

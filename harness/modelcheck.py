@@ -2,7 +2,7 @@
 
 Reads an emulated set's results (``interleave reproduce SET --out DIR``) whose rows run pipeline or
 tensor-parallel jobs under several flow schedulers. Every run's summary carries the mean step the
-planner predicted for it (``predicted_step_ms``, harness.schedulers.flowplan, with the calibrated
+planner predicted for it (``predicted_step_ms``, harness.planners.flowplan, with the calibrated
 emulator model of harness.sim.calibration) beside the step measured. Two tables:
 
   model: per row and scheduler, the measured mean step (``emulated``) (95 % interval over the kept repeats), the
@@ -13,7 +13,7 @@ emulator model of harness.sim.calibration) beside the step measured. Two tables:
          at least half the model's predicted gain; a tensor-parallel or data-parallel row must not
          be worse (interval reaching 1 or above); and the room left: the other scheduler's predicted
          step over the model's step of the jobs with no other job on the fabric
-         (harness.schedulers.flowplan.alone_steps, played from the row's spec and grid), the ratio
+         (harness.planners.flowplan.alone_steps, played from the row's spec and grid), the ratio
          echelon would reach if it removed all contention between the jobs.
 
     python -m harness.modelcheck experiments/sets/echelon-priority.yaml --out results/echelon-priority \\
@@ -26,7 +26,7 @@ from harness import sets
 from harness import spec as spec_mod
 from harness.errors import UsageError
 from harness.routing import compute_routes
-from harness.schedulers import flowplan
+from harness.planners import flowplan
 
 MODEL_TOLERANCE = 0.05        # the model's mean step within 5 % of the emulated one
 TARGET = "fixed:echelon"
@@ -48,7 +48,7 @@ def _kind(out, name, scheduler, repeat):
 
 def _mechanism(out, name, repeats):
     """How echelon's schedule reached the flows in the row's runs (``schedule.json``'s
-    ``flow_scheduler.mechanism``, harness.schedulers.flowplan; a plan older than that field: priority
+    ``flow_scheduler.mechanism``, harness.planners.flowplan; a plan older than that field: priority
     if it has priority levels, else pacing), with a count per mechanism when the repeats differ."""
     seen = {}
     for k in repeats:
@@ -61,7 +61,7 @@ def _mechanism(out, name, repeats):
 def _alone_ms(out, name, repeat):
     """The model's mean step of the row's jobs each alone on the fabric (ms), from the echelon run's
     spec and grid; None for a run without its spec or plan, or without program jobs
-    (harness.schedulers.flowplan.alone_steps)."""
+    (harness.planners.flowplan.alone_steps)."""
     run = sets.run_dir(out, name, TARGET, repeat)
     if not (run / "spec.yaml").exists() or not (run / "schedule.json").exists():
         return None
@@ -126,7 +126,7 @@ def markdown(st, model, gains):
     lines += ["", f"**Gains: {n_met} of {len(gains)}** comparisons meet the target (pipeline rows: {TARGET} faster, "
               "interval above 1, by at least half the model's predicted gain; tensor and data-parallel rows: not "
               "slower, interval reaching 1). Ratio = other's mean step / echelon's, per repeat pair; > 1: echelon faster. "
-              "Echelon by: the mechanism its plans chose (harness.schedulers.flowplan, echelon_mechanism). "
+              "Echelon by: the mechanism its plans chose (harness.planners.flowplan, echelon_mechanism). "
               "No contention: the model's ratio if echelon removed all contention between the jobs (the other "
               "scheduler's predicted step over the jobs' steps each alone on the fabric).", "",
               "| row | jobs | echelon by | echelon against | pairs | measured | model | needed | met | no contention |",

@@ -1,5 +1,5 @@
 """The plan every backend consumes: ``Plan`` (the whole run) and ``PlannedJob`` (one job's hosts,
-start and timing). The planners (harness.schedulers.plan, harness.schedulers.flowplan) build it;
+start and timing). The planners (harness.planners.schedule, harness.planners.flowplan) build it;
 ``Plan.write`` is the one writer of ``schedule.json`` and ``Plan.read`` its reader; ``to_dict`` is
 what ``interleave schedule --json`` prints."""
 import dataclasses

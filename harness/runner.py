@@ -1,6 +1,6 @@
 """``interleave run``: one spec in, one results directory out.
 
-Order: validate the spec; schedule (harness.schedulers.plan: placements, starts and every job's
+Order: validate the spec; schedule (harness.planners.schedule: placements, starts and every job's
 timing); build the fabric with the backends the doctor chose; start telemetry; start each job's
 agents when its epoch comes and its hosts are free (a job that the schedule placed on hosts still
 busy waits for them); stop; write the results (the schema is harness.metrics').
@@ -8,7 +8,7 @@ busy waits for them); stop; write the results (the schema is harness.metrics').
 Results directory (the contract): ``spec.yaml``, ``schedule.json``, ``environment.json``,
 ``iterations.csv``, ``links.csv``, ``summary.json``, ``jobs.csv``, ``iteration_ms.csv``; with pipeline or tensor jobs (workloads.stage)
 also ``flows.csv`` (every flow's step reference, release, arrival, pacing target and the priority
-level its sender gave it) and, with ``replan``, ``replans.csv`` (harness.schedulers.replan), and their
+level its sender gave it) and, with ``replan``, ``replans.csv`` (harness.planners.replan), and their
 summary gives the consumer's step time, ECT and pacing error (``add_step_metrics``). It is written
 under ``<out>.partial`` and renamed at the end: complete or absent. An interrupted or failed run
 tears the fabric down and keeps what it had under ``<name>.partial`` (no ``summary.json``), and
@@ -39,8 +39,8 @@ from harness.lifecycle import RunLock
 from harness.netcheck import ce_received, datapath_counters
 from harness.progress import Progress
 from harness.replay import COLUMNS as ITER_COLUMNS, FLOW_COLUMNS, Replayer, byte_scale
-from harness.schedulers import flowplan, replan
-from harness.schedulers.plan import schedule
+from harness.planners import flowplan, replan
+from harness.planners.schedule import schedule
 from harness.telemetry import CE_PERIOD_MS, FLOW_STATS_SETTLE_S, PERIOD_MS, Telemetry, mono, wait_ce_caught_up
 from topologies import by_name
 from topologies.base import with_background

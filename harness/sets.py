@@ -285,7 +285,7 @@ def aggregate(st, out):
 
 def tuning_choices(tunings):
     """{"objective", "held_out", "grid": candidates per run, "chosen": [[timers, runs that chose them]]}
-    of the runs' auto-tuner records (harness.schedulers.tuner)."""
+    of the runs' auto-tuner records (harness.planners.tuner)."""
     chosen = []
     for t in tunings:
         for c in chosen:

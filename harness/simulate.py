@@ -12,7 +12,7 @@ import pandas as pd
 import yaml
 
 from harness import metrics, provenance
-from harness.schedulers.plan import resolve_timers, schedule
+from harness.planners.schedule import resolve_timers, schedule
 from harness.sim.engine import Simulator
 from harness.spec import SpecError
 

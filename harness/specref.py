@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from harness import linkmodel, registry, spec
-from harness.schedulers import flowplan, netsens, reallocation, replan, tiresias
+from harness.planners import flowplan, replan
+from harness.schedulers import netsens, reallocation, tiresias
 from harness.telemetry import PERIOD_MS
 from workloads import profiles, traces
 

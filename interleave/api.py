@@ -28,7 +28,7 @@ def load_spec(path_or_mapping, scheduler=None, seed=None):
 def schedule(spec, scheduler=None):
     """The plan, a harness.plan.Plan (``to_dict()``: what ``interleave schedule --json`` prints): every
     job's hosts, start and time-shift as a PlannedJob."""
-    from harness.schedulers.plan import schedule as plan
+    from harness.planners.schedule import schedule as plan
     return plan(load_spec(spec, scheduler))
 
 

@@ -1,7 +1,7 @@
 """Program replay: one worker of a pipeline- or tensor-parallel job whose computation waits for its inputs.
 
 Run by workloads.agent when its config has ``"kind": "program"`` (built by
-harness.schedulers.flowplan.agent_config from a workloads.echelon EchelonFlow). The worker runs its ops in order, step after step; an op
+harness.planners.flowplan.agent_config from a workloads.echelon EchelonFlow). The worker runs its ops in order, step after step; an op
 starts only when every flow it consumes has arrived; when an op ends, the flows it releases are
 queued on their connection (one TCP connection per ordered worker pair, flows in release order) and
 sent by that connection's sender thread while computation goes on. So the order and time in which
@@ -24,7 +24,7 @@ once and TCP shares the links. A flow with a ``priority`` (link.sharing priority
 step of the grid, in turn) is sent with that priority's DSCP (workloads.wire.priority_tos): its connection's TOS is set before the flow's first
 byte, so the switches' priority queues serve it by its level (bytes of the connection's previous
 flow still in the socket buffer leave with the new TOS). With re-planning (``replan_path``,
-harness.schedulers.replan) the worker reads the runner's newest table at the start of each step and
+harness.planners.replan) the worker reads the runner's newest table at the start of each step and
 its senders use it from the step the table names on.
 
 Output: iteration rows as the agent's (``start`` first op start, ``comm_start`` first flow released
@@ -150,7 +150,7 @@ class Worker:
         return prio
 
     def load_replan(self):
-        """A newer re-planned table, if the runner wrote one (harness.schedulers.replan; written
+        """A newer re-planned table, if the runner wrote one (harness.planners.replan; written
         atomically, read once per version)."""
         path = self.cfg.get("replan_path")
         if not path:

@@ -20,7 +20,7 @@ jobs never wait: they fill partly used racks (one rack if one fits, else within 
 fragmented racks first) and take a whole free rack only when nothing else fits, leaving whole
 racks to sensitive jobs. (A first version spread them anywhere over the most fragmented racks:
 in the simulator at 256 hosts that made large link-sharing components and cost 16 % mean JCT
-against consolidation.) ``timers: auto`` lets harness.schedulers.tuner choose them in the simulator.
+against consolidation.) ``timers: auto`` lets harness.planners.tuner choose them in the simulator.
 Preemption: a ``high`` job whose rack timer expired takes a rack whose free hosts plus the hosts of
 ``low`` jobs there are enough; those jobs go back to the queue (progress kept, ``restart_s`` paid
 when they restart); a job is preempted at most ``max_preemptions`` times and only after running
@@ -226,7 +226,7 @@ class NetsensPolicy(EventPolicy):
         self.timers = timers or self.cfg["timers"]
         if self.timers == "auto":
             raise ValueError("netsens timers: auto is resolved by the planner before a policy is built "
-                             "(harness.schedulers.plan.resolve_timers)")
+                             "(harness.planners.schedule.resolve_timers)")
         bg = spec.background or self.cfg["expected_background"]
         self.sens = {j.name: sensitivity(spec.profiles[j.model], bg, self.cfg["sensitivity"]) for j in spec.jobs}
         self.cls = {n: classify(s, self.cfg["thresholds"]) for n, s in self.sens.items()}

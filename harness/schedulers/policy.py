@@ -1,7 +1,7 @@
 """The policy contract, below the simulator and the planner: what a scheduling policy returns
 (``Decision``), the base policy and CASSINI at one epoch (``EpochPolicy``; ``BasePolicy`` wraps it
 for the simulator's events), which waiting jobs fit (``placeable_jobs``) and which jobs keep their
-shifts together (``groups``). The planner (harness.schedulers.plan) and the simulator
+shifts together (``groups``). The planner (harness.planners.schedule) and the simulator
 (harness.sim.engine) both build on this module; it imports neither.
 """
 from dataclasses import dataclass, field

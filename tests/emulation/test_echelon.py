@@ -108,7 +108,7 @@ def test_a_data_parallel_job_runs_next_to_a_pipeline_on_priority_queues(tmp_path
 
 def test_re_planned_priorities_reach_the_flows_from_the_step_they_name(tmp_path):
     """experiments/echelon-gpipe.yaml (6 steps) on priority ports under echelon with ``replan:
-    {every_steps: 2}`` (harness.schedulers.replan): the runner re-plans from the receivers'
+    {every_steps: 2}`` (harness.planners.replan): the runner re-plans from the receivers'
     arrivals at least twice, every agent loads the tables, and every flow of a step from a table's
     ``from_step`` on carries that table's level (flows.csv's priority: the level its sender put in
     the DSCP), the plan's own levels before. What is asserted is which level each flow carried, not

@@ -8,7 +8,7 @@ import pytest
 from harness import cli, spec as spec_mod
 from harness.routing import compute_routes
 from harness.schedulers.cassini import common_periods
-from harness.schedulers.plan import schedule
+from harness.planners.schedule import schedule
 from harness.sim.engine import Simulator
 from workloads.profiles import at_batch, builtins
 

@@ -7,7 +7,7 @@ import yaml
 
 from harness import flowcheck, spec as spec_mod
 from harness.routing import compute_routes
-from harness.schedulers import flowplan
+from harness.planners import flowplan
 from tests.helpers import ROOT
 
 

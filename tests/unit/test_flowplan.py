@@ -8,8 +8,8 @@ import pytest
 
 from harness import spec as spec_mod
 from harness.errors import UsageError
-from harness.schedulers import flowplan
-from harness.schedulers.plan import schedule
+from harness.planners import flowplan
+from harness.planners.schedule import schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPE = {"schedule": "gpipe", "micro_batches": 8, "forward_ms": 40, "backward_ms": 80, "activation_mb": 160}

@@ -7,7 +7,7 @@ import pytest
 from harness import metrics, spec as spec_mod
 from harness.replay import COLUMNS
 from harness.runner import summarize
-from harness.schedulers.plan import schedule
+from harness.planners.schedule import schedule
 from harness.simulate import simulate_spec
 from harness.telemetry import COLUMNS as LINK_COLUMNS
 from tests.helpers import ROOT

@@ -79,7 +79,7 @@ def test_the_room_left_is_the_other_prediction_over_the_jobs_alone(tmp_path):
     fabric lie between their steps without communication and their steps sharing it fairly."""
     from harness import spec as spec_mod
     from harness.routing import compute_routes
-    from harness.schedulers import flowplan
+    from harness.planners import flowplan
     st, out = sets.load_set(set_file(tmp_path)), tmp_path / "out"
     for k in range(3):
         put(out, "g", "fixed:fair", k, 1000.0, 1000.0)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from harness import spec as spec_mod
-from harness.schedulers.plan import ScheduleError, schedule
+from harness.planners.schedule import ScheduleError, schedule
 from harness.schedulers.reallocation import allocate, rho
 from harness.sim.engine import Simulator
 

@@ -1,4 +1,4 @@
-"""Echelon's priorities re-planned from measured arrivals (harness.schedulers.replan): the spec block,
+"""Echelon's priorities re-planned from measured arrivals (harness.planners.replan): the spec block,
 the rule, the runner's reader and writer, and the agents' use of the tables (workloads.stage)."""
 import json
 
@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 from harness import spec as spec_mod
 from harness.errors import UsageError
 from harness.replay import FLOW_COLUMNS
-from harness.schedulers import replan
+from harness.planners import replan
 from workloads.stage import Worker
 from workloads.wire import PRIORITY_LEVELS
 
@@ -85,7 +85,7 @@ def test_a_job_without_arrivals_of_every_flow_keeps_the_plans_order_by_offset():
 
 @given(st.lists(st.floats(-1, 1), min_size=1, max_size=30), st.integers(0, 2), st.integers(1, 3))
 def test_levels_stay_in_the_jobs_block_and_follow_the_keys(keys, pos, jobs):
-    from harness.schedulers.flowplan import levels_by
+    from harness.planners.flowplan import levels_by
     pos = min(pos, jobs - 1)
     lv = levels_by(keys, pos, jobs, PRIORITY_LEVELS)
     per = max(1, PRIORITY_LEVELS // jobs)

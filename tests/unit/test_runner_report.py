@@ -7,7 +7,7 @@ import pytest
 from harness.replay import COLUMNS
 from harness.report import report
 from harness.linkmodel import LinkParams
-from harness.schedulers.plan import groups
+from harness.planners.schedule import groups
 from harness.metrics import iteration_times_ms
 from harness.runner import max_window_utilization, shaping_allowance
 

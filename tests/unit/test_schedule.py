@@ -7,7 +7,7 @@ import pytest
 
 from harness.errors import UsageError
 from harness.schedulers.placement import Themis, candidates
-from harness.schedulers.plan import schedule
+from harness.planners.schedule import schedule
 from harness.spec import from_mapping
 from tests.helpers import ROOT
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from harness import spec as spec_mod
 from harness.maxmin import maxmin_rates
 from harness.schedulers import netsens
-from harness.schedulers.tuner import tune
+from harness.planners.tuner import tune
 from harness.simulate import simulate_spec
 from harness.sim.fluid import SimJob, maxmin_matrix, simulate
 from workloads.profiles import Phase, Profile, builtins
@@ -296,7 +296,7 @@ def test_link_delay_keeps_each_step_in_flight_for_the_route_delay():
 def test_simulated_jobs_report_the_shift_they_ran_with():
     """The demo pair under CASSINI: each job's time_shift_ms in the simulated summary is the plan's
     (the policy forgets a finished job's shift; the summary is written after)."""
-    from harness.schedulers.plan import schedule
+    from harness.planners.schedule import schedule
     from tests.helpers import ROOT
     s = spec_mod.load(ROOT / "experiments" / "demo.yaml", scheduler="themis+cassini")
     planned = {j.name: j.time_shift_ms for j in schedule(s).jobs}
@@ -329,7 +329,7 @@ def test_a_job_that_a_later_arrival_groups_with_reports_the_plans_alignment(tmp_
     alignment group, and so does the simulated summary (it recorded mine1's alignment at placement:
     free)."""
     import yaml
-    from harness.schedulers.plan import schedule
+    from harness.planners.schedule import schedule
     p = tmp_path / "s.yaml"
     p.write_text(yaml.safe_dump({
         "name": "later", "topology": {"name": "fattree"}, "scheduler": "themis+cassini", "seed": 7,

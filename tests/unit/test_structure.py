@@ -60,8 +60,19 @@ def test_no_import_cycle_in_harness():
 def test_policies_sit_below_the_simulator_and_the_planner():
     g = import_graph()
     below = nx.descendants(g, "harness.schedulers.policy")
-    assert not below & {"harness.sim.engine", "harness.schedulers.plan", "harness.simulate", "harness.sim"}
+    assert not below & {"harness.sim.engine", "harness.planners.schedule", "harness.simulate", "harness.sim"}
     assert "harness.schedulers.policy" in nx.descendants(g, "harness.sim.engine")
+
+
+def test_the_policies_import_no_planner_simulator_or_spec_and_the_planners_sit_above_them():
+    g = import_graph()
+    policies = [m for m in g if m.startswith("harness.schedulers")]
+    reached = set().union(*(nx.descendants(g, m) for m in policies))
+    assert not {m for m in reached if m.startswith(("harness.planners", "harness.sim"))}
+    assert "harness.spec" not in reached
+    planners = [m for m in g if m.startswith("harness.planners.")]
+    assert planners and not {m for p in planners for m in nx.descendants(g, p)} & {"harness.runner", "harness.cli",
+                                                                                    "harness.sets", "harness.simulate"}
 
 
 SOURCES = [f for d in ("harness", "workloads") for f in (ROOT / d).rglob("*.py")]

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from harness import spec as spec_mod
-from harness.schedulers.plan import schedule
+from harness.planners.schedule import schedule
 from harness.schedulers.policy import alignment
 from tests.helpers import ROOT
 from workloads import timing

@@ -1,6 +1,6 @@
 """Re-planning echelon's priorities from measured arrivals while a run goes (spec ``replan``, issue 17).
 
-With ``flow_scheduler: echelon`` on priority ports the plan (harness.schedulers.flowplan) fixes every
+With ``flow_scheduler: echelon`` on priority ports the plan (harness.planners.flowplan) fixes every
 flow's priority before the run from the arrangement alone: the jobs take turns going first, one step
 each, and within a job its flows go by their ideal offset d_i. ``replan: {every_steps: N,
 window_steps: W}`` closes the loop: whenever every program job has completed N more steps, the
@@ -26,7 +26,7 @@ import os
 import time
 from pathlib import Path
 
-from harness.schedulers.flowplan import levels_by
+from harness.planners.flowplan import levels_by
 from workloads.wire import PRIORITY_LEVELS
 
 KEYS = {"every_steps": 2, "window_steps": 4}

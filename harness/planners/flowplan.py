@@ -114,7 +114,7 @@ def flow_priorities(e, position=0, jobs=1, levels=PRIORITY_LEVELS):
 def levels_by(keys, position=0, jobs=1, levels=PRIORITY_LEVELS):
     """The levels of a job at ``position`` among ``jobs`` for flows ranked by ``keys`` (smaller: more
     urgent): the job's block of levels (levels // jobs of them) in equal bins from the smallest key to
-    the largest. The one binning of the plan (``flow_priorities``) and of re-plans (harness.schedulers.replan)."""
+    the largest. The one binning of the plan (``flow_priorities``) and of re-plans (harness.planners.replan)."""
     per = max(1, levels // jobs)
     base = min(levels - per, position * levels // jobs)
     lo, hi = min(keys), max(keys)
@@ -274,7 +274,7 @@ def plan(spec, routes, hosts_of, shifts_ms, period=None):
            "jobs": {}}
     paced = mechanism == "pacing"
     out["priorities"] = PRIORITY_LEVELS if prioritized else None
-    out["replan"] = spec.replan             # harness.schedulers.replan re-plans the priorities in the run
+    out["replan"] = spec.replan             # harness.planners.replan re-plans the priorities in the run
     jobs = program_jobs(spec)
     for rank, j in enumerate(jobs):
         e = step_of(j)

@@ -18,10 +18,10 @@ import dataclasses
 from harness.contract import EventPolicy
 from harness.plan import Plan, PlannedJob, Reshift, Segment
 from harness.routing import compute_routes
-from harness.schedulers.flowplan import schedule_programs
+from harness.planners.flowplan import schedule_programs
 from harness.schedulers.policy import EpochPolicy, ScheduleError, assign_timing, groups, placeable_jobs  # noqa: F401 (re-exported)
 from harness.schedulers.reallocation import reallocating
-from harness.schedulers.tuner import tune
+from harness.planners.tuner import tune
 from harness.sim.engine import Simulator
 
 
