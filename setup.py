@@ -10,7 +10,7 @@ setup(
     name="interleave",
     version="0.1.0",
     description="Packet-level emulation harness for network-aware scheduling of ML training clusters",
-    packages=find_packages(include=["interleave", "interleave.*", "harness", "harness.*", "controllers", "controllers.*",
+    packages=find_packages(include=["interleave", "interleave.*", "harness", "harness.*", "agents", "agents.*", "controllers", "controllers.*",
                                     "topologies", "topologies.*", "workloads", "workloads.*"]),
     package_data={"harness": ["bpf/*.c"]},
     python_requires=">=3.9",

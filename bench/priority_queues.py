@@ -18,7 +18,7 @@ from harness.linkmodel import LinkParams  # noqa: E402
 from tests.emulation.conftest import running_fabric  # noqa: E402
 from tests.emulation.test_priority import marks_between, run  # noqa: E402
 from topologies import dumbbell  # noqa: E402
-from workloads.wire import PRIORITY_LEVELS  # noqa: E402
+from agents.wire import PRIORITY_LEVELS  # noqa: E402
 
 
 def main():

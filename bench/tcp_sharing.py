@@ -2,13 +2,13 @@
 """TCP over the emulated fabric against the flow model (harness.sim.flows): the calibration of the
 model's link. On the 24-host fat-tree at the echelon specs' link (50 Mbit/s, 9000-byte
 MTU), per queue sharing (fifo, priority), it times flows released together (finish - release, as
-workloads.stage reports them): one flow alone over 2 and 6 hops at sizes 10 KB-640 KB, two flows
+agents.stage reports them): one flow alone over 2 and 6 hops at sizes 10 KB-640 KB, two flows
 sharing a path's fabric links (40 KB and 160 KB each; 160 KB with the second released 2, 5 or
 10 ms after the first: what a head start is worth), three flows into one host (160 KB each),
 two such pairs at once (eight agents, as in the echelon specs), two and four flows on disjoint
 paths (40 KB; 160 KB), a ring of four ranks and two such rings sharing links (40 KB each: one
 all-reduce step of the tensor spec); the run's telemetry samples the fabric meanwhile, as in a run.
-Every agent's sleep lateness (workloads.wire: how late it woke from the sleep that times an op) is
+Every agent's sleep lateness (agents.wire: how late it woke from the sleep that times an op) is
 pooled into 20 quantiles: the model lengthens each compute op by one of them, drawn at random.
 It then fits the model's three link parameters to every flow time: ``burst_bytes`` (what a flow
 sends at once through the shapers' token buckets), ``flow_latency_s`` (a flow's fixed cost:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workloads.wire import LATE_BIN_MS, LATE_BINS
+from agents.wire import LATE_BIN_MS, LATE_BINS
 
 IDLE_MIN = 0.20               # a second with less idle CPU than this is a busy second (0.10 until
                               # 2026-12-02: one busy loop then passed 2 of 4 runs; results/demo/README.md)
@@ -125,7 +125,7 @@ def signals(idle_per_s, agent_summaries, peak_util, allowed_util, iteration_ms_m
 
 
 def pooled_p99(lateness):
-    """p99 (ms) of the sleeps of all agents together, from their histograms (workloads.wire):
+    """p99 (ms) of the sleeps of all agents together, from their histograms (agents.wire):
     the upper edge of the bin that holds it (at most one bin, LATE_BIN_MS, above the exact value); the
     latest agent's max when it falls in the last, open bin. None without histograms."""
     q = pooled_quantiles(lateness, [0.99])

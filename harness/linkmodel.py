@@ -109,7 +109,7 @@ class LinkParams:
         return replace(base, sharing=sharing, delay_ms=float(delay))
 
     def dilated(self, dil):
-        """The parameters on the wall clock of ``time_dilation`` (a workloads.timing.Dilation): the rate
+        """The parameters on the wall clock of ``time_dilation`` (a agents.timing.Dilation): the rate
         divided (K and the queue follow the scaling rule at that rate), the delay multiplied."""
         if dil.factor == 1:
             return self

@@ -210,7 +210,7 @@ def measure(spec, job_name, workdir, period_ms=5.0, seconds=8.0, log=lambda m: N
     from harness.schedulers.placement import Themis, candidates
     from harness.spec import Job
     from harness.telemetry import Telemetry, mono, read_jsonl
-    from workloads.timing import Dilation
+    from agents.timing import Dilation
 
     job = next((j for j in spec.jobs if j.name == job_name), None)
     if job is None:

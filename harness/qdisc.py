@@ -18,7 +18,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from workloads.wire import PRIORITY_LEVELS
+from agents.wire import PRIORITY_LEVELS
 
 BPF_OBJECT = Path(__file__).resolve().parent / "bpf" / "ecn_marker.o"
 BPF_SOURCE = BPF_OBJECT.with_suffix(".c")
@@ -48,10 +48,10 @@ def htb_cmds(dev, params, child=None, classes="fifo"):
     """Shape ``dev`` to the link rate; ``child`` replaces the default bfifo child queue.
 
     ``classes: priority`` (link.sharing priority; switch ports and hosts): under the link-rate class
-    one leaf per level of workloads.wire.PRIORITY_LEVELS, each guaranteed PRIORITY_FLOOR of the rate
+    one leaf per level of agents.wire.PRIORITY_LEVELS, each guaranteed PRIORITY_FLOOR of the rate
     and allowed all of it, with HTB ``prio`` = the level: the rate left after the floors goes to the
     most urgent backlogged level first, so the levels are served in strict priority above the
-    floors. A u32 filter on the DSCP's class selector (workloads.wire.priority_tos) picks the leaf;
+    floors. A u32 filter on the DSCP's class selector (agents.wire.priority_tos) picks the leaf;
     unmarked traffic and class selectors beyond the levels go to the least urgent one. Each leaf has
     its own bfifo of queue_bytes; the BPF marker marks each level on the backlog of the levels at
     least as urgent (its config's ``levels``, ``BpfMarker.config_value``).

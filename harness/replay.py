@@ -1,4 +1,4 @@
-"""Starting, watching and stopping replay agents (workloads.agent) on a running Fabric.
+"""Starting, watching and stopping replay agents (agents.agent) on a running Fabric.
 
 Naming: agent files live in ``<workdir>/agents/``: ``<job>.json`` (the job's config) and
 ``<job>.w<i>.csv`` (iteration rows of worker i), ``<job>.w<i>.csv.flows`` (flows received by
@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.errors import InterleaveError
-from workloads.timing import ALIGNMENTS
+from agents.timing import ALIGNMENTS
 
 BASE_PORT = 17000
 COLUMNS = ["job", "worker", "iteration", "slot", "start", "comm_start", "comm_end", "end", "realigned"]
@@ -29,7 +29,7 @@ class AgentCrash(InterleaveError):
 
 
 def job_config(job, profile, hosts, ips, shift_ms, scale, t0, run_start, index, alignment, extra=None):
-    """The agent's config. ``alignment``: grid | group | free (workloads.timing), or a bool as a
+    """The agent's config. ``alignment``: grid | group | free (agents.timing), or a bool as a
     shorthand (True: grid, False: free)."""
     if isinstance(alignment, bool):
         alignment = "grid" if alignment else "free"
@@ -80,7 +80,7 @@ class Replayer:
             out.write_text("")
             node = self.fab.net.get(h)
             self.procs[(tag, w)] = node.popen(
-                [sys.executable, "-m", "workloads.agent", "--config", str(path), "--worker", str(w), "--out", str(out)],
+                [sys.executable, "-m", "agents.agent", "--config", str(path), "--worker", str(w), "--out", str(out)],
                 env=env, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def running(self):
@@ -140,7 +140,7 @@ class Replayer:
         return n
 
     def flows(self):
-        """Rows of the flows received by program jobs' workers (workloads.stage)."""
+        """Rows of the flows received by program jobs' workers (agents.stage)."""
         frames = [pd.read_csv(f, names=FLOW_COLUMNS) for f in sorted(self.dir.glob("*.csv.flows")) if f.stat().st_size]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FLOW_COLUMNS)
 

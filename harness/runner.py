@@ -6,7 +6,7 @@ agents when its epoch comes and its hosts are free (a job that the schedule plac
 busy waits for them); stop; write the results (the schema is harness.metrics').
 
 Results directory (the contract): ``spec.yaml``, ``schedule.json``, ``environment.json``,
-``iterations.csv``, ``links.csv``, ``summary.json``, ``jobs.csv``, ``iteration_ms.csv``; with pipeline or tensor jobs (workloads.stage)
+``iterations.csv``, ``links.csv``, ``summary.json``, ``jobs.csv``, ``iteration_ms.csv``; with pipeline or tensor jobs (agents.stage)
 also ``flows.csv`` (every flow's step reference, release, arrival, pacing target and the priority
 level its sender gave it) and, with ``replan``, ``replans.csv`` (harness.planners.replan), and their
 summary gives the consumer's step time, ECT and pacing error (``add_step_metrics``). It is written
@@ -44,9 +44,9 @@ from harness.planners.schedule import schedule
 from harness.telemetry import CE_PERIOD_MS, FLOW_STATS_SETTLE_S, PERIOD_MS, Telemetry, mono, wait_ce_caught_up
 from topologies import by_name
 from topologies.base import with_background
-from workloads import timing
+from agents import timing
 from workloads.profiles import dilate, stretched
-from workloads.wire import PRIORITY_LEVELS
+from agents.wire import PRIORITY_LEVELS
 
 REPO = Path(__file__).resolve().parent.parent
 START_LEAD_S = 3.0            # the run's reference instant t0 is this long after its start: the
@@ -426,7 +426,7 @@ def shift_errors_ms(name, j, plan, iters, started):
 
     In a group (schedule.json's ``group``) the shift is relative: the error is the offset to
     another member's nearest earlier communication start minus the planned difference of shifts,
-    wrapped into one period (workloads.timing.wrap). Otherwise it is the distance to the job's own
+    wrapped into one period (agents.timing.wrap). Otherwise it is the distance to the job's own
     plan grid."""
     sched = plan.by_name
     it = j.beat_ms / 1000

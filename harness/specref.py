@@ -135,7 +135,7 @@ KEYS = {
     ("profiles.NAME.phases[i]", "duration_ms"): ("ms > 0", "How long it lasts alone on the fabric.", ALL),
     ("profiles.NAME.phases[i]", "gbps"): ("a number > 0, at most the profile's `reference_gbps`", "Each worker's sending rate during it, in Gbit/s of the "
                                           "profile's reference.", ALL),
-    ("profiles.NAME.phases[i]", "pattern"): (" | ".join(profiles.PATTERNS), "Who sends to whom (workloads/patterns.py). "
+    ("profiles.NAME.phases[i]", "pattern"): (" | ".join(profiles.PATTERNS), "Who sends to whom (agents/patterns.py). "
                                              "Default: ring_allreduce for data and hybrid, pipeline_p2p, "
                                              "tensor_allreduce.", ALL),
 

@@ -78,7 +78,7 @@ if [ ! -f "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   .venv/bin/pip install -q --no-compile --disable-pip-version-check -e ".[test]" || die "pip install failed"
   # byte-compiled once here, on every core, instead of by each test worker and command at its first
   # import (a fresh clone's unit tier: 72.4 s without, 9.9 s here + 51.0 s with)
-  .venv/bin/python -m compileall -q -j 0 .venv/lib/python3*/site-packages harness workloads controllers \
+  .venv/bin/python -m compileall -q -j 0 .venv/lib/python3*/site-packages harness agents workloads controllers \
     topologies interleave >/dev/null || say "some files did not byte-compile (each compiles when first imported)"
   touch "$stamp"
 fi

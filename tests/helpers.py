@@ -17,7 +17,7 @@ SYSCTL_EXTRA = ("/proc/sys/kernel/pty/max", "/proc/sys/fs/file-max",
 CLI_TIMEOUT_S = 300
 # The time_dilation of the emulation tests that assert the fidelity guard's verdict or a step time
 # against a prediction (test_demo, test_echelon's run_echelon): the fabric at half rate and every
-# time of the plan doubled (workloads.timing.Dilation), so the emulator keeps up on the slower
+# time of the plan doubled (agents.timing.Dilation), so the emulator keeps up on the slower
 # machines of this kind CI lands on. Measured: on a box 3.4x slower at pure Python than the one
 # the published tables were measured on (bench/sim_speed.py: 84.3 s against 24.8), undilated runs
 # of those tests were flagged by the guard (demo: 1 of 6 runs in CI, 2026-12-04) or stepped

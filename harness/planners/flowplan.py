@@ -1,7 +1,7 @@
 """The flow scheduler's central decision for pipeline- and tensor-parallel jobs (``flow_scheduler``).
 
 A spec job with a ``pipeline`` or ``tensor`` block is a *program job*: its step is an EchelonFlow
-(workloads.echelon) whose compute ops wait for their inputs, replayed by workloads.stage. Steps of
+(workloads.echelon) whose compute ops wait for their inputs, replayed by agents.stage. Steps of
 every program job start on one grid, ``period_s`` = 1.25 x the slowest job's step when all start
 together under fair sharing (the same for every policy and shift, so all see the same offered load);
 a step that overruns its slot delays the next one. Before the run, the flow model (harness.sim.flows)
@@ -16,7 +16,7 @@ its time shift) under the spec's policy, on the routes the controller pins:
 With ``link.sharing: priority`` (switch and host egress queues per priority, harness.qdisc),
 ``echelon`` carries its schedule by one of two mechanisms (``echelon_mechanism``, MECHANISMS):
 ``priority`` gives each flow a priority instead of a sending curve (``step_priorities``: the jobs take
-the workloads.wire.PRIORITY_LEVELS levels in order and take turns going first, one step each; within
+the agents.wire.PRIORITY_LEVELS levels in order and take turns going first, one step each; within
 a job's levels, earliest offset first), which its sender carries in the DSCP, and sends it at once;
 ``pacing`` paces each flow along the echelon schedule, unmarked. Both at once made every spec slower
 in emulation (pacing only holds flows back; results/echelon/README.md, issue 17). ``auto`` plays both in the
@@ -43,9 +43,10 @@ from harness.plan import Plan, PlannedJob
 from harness.errors import require_number
 from harness.sim import calibration
 from harness.sim.flows import JobStep, simulate_steps
-from workloads import echelon, timing
-from workloads.timing import Dilation
-from workloads.wire import PRIORITY_LEVELS
+from agents import timing
+from workloads import echelon
+from agents.timing import Dilation
+from agents.wire import PRIORITY_LEVELS
 
 PERIOD_MARGIN = 1.25
 MODEL_SEEDS = 5             # model runs averaged when the agents' timing noise is modelled
@@ -294,7 +295,7 @@ def plan(spec, routes, hosts_of, shifts_ms, period=None):
 
 def agent_config(job, decision, scale, dilation=1.0):
     """The part of a program job's agent config that the runner adds to the common keys: flows with
-    emulated bytes and targets and sending curves on the wall clock (workloads.timing.Dilation),
+    emulated bytes and targets and sending curves on the wall clock (agents.timing.Dilation),
     per-worker programs, the step grid."""
     wall = Dilation(dilation).wall
     e = step_of(job)

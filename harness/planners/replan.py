@@ -16,7 +16,7 @@ per flow and step) for each job's last W complete steps and gives
 
 A flow with no arrival in the window keeps its order by d_i (the job's flows then go by the plan's
 rule). The new table is written for each job as ``<agents>/<job>.replan.json`` ({version, from_step,
-priority per flow}); the agents (workloads.stage) load it at the start of a step and use it from
+priority per flow}); the agents (agents.stage) load it at the start of a step and use it from
 ``from_step`` (two steps after the job's newest complete one, so that every worker has it) on.
 The runner records every plan and its cost (CPU time of reading the arrivals and planning) in
 ``replans.csv`` and summary.json's ``replan`` (harness.metrics.REPLAN).
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from harness.planners.flowplan import levels_by
-from workloads.wire import PRIORITY_LEVELS
+from agents.wire import PRIORITY_LEVELS
 
 KEYS = {"every_steps": 2, "window_steps": 4}
 LEAD_STEPS = 2          # a plan applies from the job's newest complete step + this

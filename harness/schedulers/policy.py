@@ -38,7 +38,7 @@ def groups(names, epochs, min_score=0.0):
 
 
 def alignment(keeps_spec_shifts, uses_cassini, members):
-    """The alignment decision (workloads.timing.ALIGNMENTS) of a job whose group of same-period
+    """The alignment decision (agents.timing.ALIGNMENTS) of a job whose group of same-period
     jobs sharing links with it is ``members`` (itself included): CASSINI's jobs and the jobs of a
     policy that keeps the spec's shifts (``fixed``) keep their shifts relative to such a group; such
     a job alone keeps its own grid; every other job runs free."""

@@ -1,11 +1,11 @@
 """Which directed links a placed job loads, and how much, phase by phase.
 
-The patterns' worker pairs and rate shares are workloads.patterns' (the agents run the same table).
+The patterns' worker pairs and rate shares are agents.patterns' (the agents run the same table).
 A link's demand from a job at time t is the sum over active phases of the rate of each transfer
 routed over it. Routes come from harness.routing (the ones the fabric installs).
 """
 from harness.routing import directed_links
-from workloads import patterns
+from agents import patterns
 
 
 def transfers(pattern, hosts):

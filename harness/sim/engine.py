@@ -101,7 +101,7 @@ class Simulator:
         self._link_ids = {l: k for k, l in enumerate(self.capacity)}
         self._cap_arr, self._warm = np.array(list(self.capacity.values()), dtype=float), {}
         self.fluid_runs = self.meanfield_runs = 0
-        self.alignment = {}            # job -> its alignment (workloads.timing), as the plan has it
+        self.alignment = {}            # job -> its alignment (agents.timing), as the plan has it
         self.shifts = {}               # job -> its time-shift (ms) at the last event while it ran
         self.align_min = spec.cassini.get("align_min_score", 0.9)
         # iterations are work at the requested count (reallocation); else a job runs its iterations

@@ -4,7 +4,7 @@ Each job is one step of an EchelonFlow (workloads.echelon) whose ranks/stages si
 compute ops run on their resource in order, a flow is released when the op it follows ends and
 arrives when its bytes have moved, and an op that consumes a flow cannot start before it arrived.
 A connection (job, source host, destination host) sends its flows one after another in release
-order, as the emulator's agents do (workloads.stage). Link rates each instant (capacity in Gbit/s,
+order, as the emulator's agents do (agents.stage). Link rates each instant (capacity in Gbit/s,
 bytes converted), among the flows at the head of their connection:
 
   fair     per-flow max-min fair sharing (what TCP approximates);

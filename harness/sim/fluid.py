@@ -1,7 +1,7 @@
 """Fluid model of jobs that share links: their iteration times and ECN marks while the set is fixed.
 
 The unit of work is a *component*: running jobs joined by the directed links they share. Each job
-replays its profile closed-loop exactly as the emulator's agent does (workloads/agent.py): compute
+replays its profile closed-loop exactly as the emulator's agent does (agents/agent.py): compute
 gaps alternate with communication phases; a phase carries ``gbps x duration_ms`` of volume per
 transfer and may not go faster than its profile rate; no iteration is shorter than the profile's.
 During a phase, a job's transfers cross links with a multiplicity (how many of its transfers a
@@ -10,7 +10,7 @@ filling, every connection of every active phase rising together) under per-link 
 with a propagation delay (``link.delay_ms``) keep each phase's data in flight for its steps times
 the slowest route's one-way delay (``attach_links``).
 
-Alignment as the agents do it (the rule is workloads.timing's): ``group`` jobs (CASSINI's, keeping
+Alignment as the agents do it (the rule is agents.timing's): ``group`` jobs (CASSINI's, keeping
 their shifts) align to their slowest member: a job that starts an iteration late raises the group's
 lag, and every member waits for ``grid + lag``; ``grid`` jobs wait for their own slot (the next one
 when late by more than timing.REALIGN_FRAC); ``free`` jobs start each iteration when the previous
@@ -27,7 +27,7 @@ import numpy as np
 
 from harness.schedulers.traffic import link_loads, transfers
 from harness.sim.calibration import MARKS_PER_GBIT
-from workloads import patterns, timing
+from agents import patterns, timing
 
 EPS = 1e-9
 MAX_STEPS = 5_000

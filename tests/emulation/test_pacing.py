@@ -1,4 +1,4 @@
-"""Pacing at the hosts (workloads.stage): a flow told to finish at T finishes within 5 % of its time
+"""Pacing at the hosts (agents.stage): a flow told to finish at T finishes within 5 % of its time
 budget when capacity allows, and a consumer waits for the flow it consumes.
 
 Measured (2026-12-02, 3 x 10 flows): paced flows arrive 0.18-0.55 ms after their targets (the last

@@ -14,7 +14,7 @@ from harness.spec import Job
 from tests.emulation.conftest import running_fabric
 from topologies import dumbbell
 from workloads.profiles import builtins
-from workloads.wire import PRIORITY_LEVELS
+from agents.wire import PRIORITY_LEVELS
 
 pytestmark = pytest.mark.root
 

@@ -155,7 +155,7 @@ def test_sending_schedules_end_when_the_flows_finish(policy):
 
 
 def test_schedule_time_inverts_a_sending_schedule():
-    from workloads.stage import schedule_time
+    from agents.stage import schedule_time
     ts, xs = [0.0, 0.1, 0.3, 0.4], [0.0, 0.5, 0.5, 1.0]           # half, a pause, the other half
     assert schedule_time(ts, xs, 0.25) == pytest.approx(0.05)
     assert schedule_time(ts, xs, 0.5) == pytest.approx(0.1)       # reached before the pause

@@ -12,8 +12,8 @@ def test_idle_shares_are_per_window():
 
 
 def agent(samples_ms, job="j1", worker=0):
-    """An agent's summary line as workloads.wire reports its sleeps' lateness."""
-    from workloads import wire
+    """An agent's summary line as agents.wire reports its sleeps' lateness."""
+    from agents import wire
     wire.LATENESS[:] = [x / 1000 for x in samples_ms]
     try:
         return {"job": job, "worker": worker, "timer_late_ms": wire.lateness_ms()}
@@ -79,7 +79,7 @@ def test_timer_lateness_is_judged_on_the_wall_clock_of_a_dilated_run():
     import pandas as pd
     from harness.runner import guard
     from topologies import dumbbell
-    from workloads.timing import Dilation
+    from agents.timing import Dilation
     links = pd.DataFrame({"source": [], "tx_bytes": [], "direction": [], "time": []})
     m = {"idle": [0.6] * 30, "agents": {("n2", 0): agent([4.02] * 300, job="n2")}}
     dilated = guard(m, links, 58.0, Dilation(2.0), dumbbell(2))
@@ -110,7 +110,7 @@ def test_one_late_sleep_of_a_short_agent_is_judged_in_the_pool_and_a_starved_age
 
 def test_pooled_p99_is_within_one_bin_of_the_exact_quantile():
     import numpy as np
-    from workloads import wire
+    from agents import wire
     rng = np.random.default_rng(4)
     samples = [list(rng.exponential(1.5, size=n)) for n in (50, 300, 1000)]
     exact = float(np.sort(np.concatenate(samples))[int(0.99 * sum(map(len, samples))) - 1])

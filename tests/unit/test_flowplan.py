@@ -177,7 +177,7 @@ def test_fixed_cassini_searches_a_shift_that_the_model_prefers():
 
 
 def test_echelon_on_priority_queues_orders_the_jobs_then_their_flows_by_offset():
-    from workloads.wire import PRIORITY_LEVELS
+    from agents.wire import PRIORITY_LEVELS
     ech = schedule(pipeline_spec("echelon", link={"sharing": "priority"})).flow_scheduler
     assert ech["priorities"] == PRIORITY_LEVELS and ech["mechanism"] == {                  # the default mechanism
         "chosen": "priority", "rule": "priority", "predicted_step_ms": ech["mechanism"]["predicted_step_ms"]}

@@ -59,7 +59,7 @@ def test_bad_link_values_name_key_and_value(spec, key):
 
 
 def test_delay_is_a_time_kept_by_the_scaling_rule_and_stretched_by_dilation():
-    from workloads.timing import Dilation
+    from agents.timing import Dilation
     p = LinkParams.from_spec({"rate_mbps": 50, "delay_ms": 2, "sharing": "fair"})
     assert p.delay_ms == 2.0 and LinkParams.from_spec({}).delay_ms == 0.0
     d = p.dilated(Dilation(3))

@@ -11,7 +11,7 @@ from harness.planners.schedule import schedule
 from harness.simulate import simulate_spec
 from harness.telemetry import COLUMNS as LINK_COLUMNS
 from tests.helpers import ROOT
-from workloads.timing import Dilation
+from agents.timing import Dilation
 
 
 def test_job_entries_round_by_the_table_and_fill_what_is_not_measured():

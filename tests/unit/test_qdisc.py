@@ -117,7 +117,7 @@ def test_fair_sharing_with_the_red_marker_is_refused_before_anything_is_built(tm
 
 
 def test_priority_sharing_gives_one_leaf_per_level_served_most_urgent_first():
-    from workloads.wire import PRIORITY_LEVELS, priority_tos
+    from agents.wire import PRIORITY_LEVELS, priority_tos
     p = LinkParams.from_spec({"rate_mbps": 50, "sharing": "priority"})
     cmds = htb_cmds("s1-eth1", p, classes=p.sharing)
     leaves = [c for c in cmds if c[1] == "class" and c[c.index("parent") + 1] == "1:1"]
@@ -137,7 +137,7 @@ def test_priority_sharing_gives_one_leaf_per_level_served_most_urgent_first():
 
 
 def test_priority_tos_keeps_the_jobs_low_bits_and_rejects_a_level_out_of_range():
-    from workloads.wire import PRIORITY_LEVELS, priority_tos
+    from agents.wire import PRIORITY_LEVELS, priority_tos
     assert priority_tos(0, dscp=3) == ((PRIORITY_LEVELS - 1) << 3 | 3) << 2
     assert priority_tos(PRIORITY_LEVELS - 1, dscp=11) == 3 << 2      # class selector 0, low bits of 11
     with pytest.raises(ValueError):

@@ -1,5 +1,5 @@
 """Echelon's priorities re-planned from measured arrivals (harness.planners.replan): the spec block,
-the rule, the runner's reader and writer, and the agents' use of the tables (workloads.stage)."""
+the rule, the runner's reader and writer, and the agents' use of the tables (agents.stage)."""
 import json
 
 import pytest
@@ -9,8 +9,8 @@ from harness import spec as spec_mod
 from harness.errors import UsageError
 from harness.replay import FLOW_COLUMNS
 from harness.planners import replan
-from workloads.stage import Worker
-from workloads.wire import PRIORITY_LEVELS
+from agents.stage import Worker
+from agents.wire import PRIORITY_LEVELS
 
 PIPE = {"schedule": "gpipe", "micro_batches": 2, "forward_ms": 40, "backward_ms": 80, "activation_mb": 16}
 

@@ -188,7 +188,7 @@ def test_telemetry_periods_are_model_time():
     (in the one-CPU guest the polling, not the traffic, took the CPU)."""
     from harness.runner import telemetry_periods
     from harness.telemetry import CE_PERIOD_MS, PERIOD_MS
-    from workloads.timing import Dilation
+    from agents.timing import Dilation
     plain = spec(jobs=[{"model": "vgg16"}])
     assert telemetry_periods(plain, Dilation(plain.time_dilation)) == (PERIOD_MS, CE_PERIOD_MS)
     dilated = spec(jobs=[{"model": "vgg16"}], time_dilation=8, telemetry={"period_ms": 1000})

@@ -1,12 +1,12 @@
-"""workloads.stage's receiving side without sockets: a worker waits for a step's inputs, and a peer
+"""agents.stage's receiving side without sockets: a worker waits for a step's inputs, and a peer
 that closed its connection between flows has sent everything it will."""
 import socket
 import threading
 
 import pytest
 
-from workloads import stage
-from workloads.stage import HEADER
+from agents import stage
+from agents.stage import HEADER
 
 CFG = {"flows": [{"name": "x", "src": 0, "dst": 2, "bytes": 10}, {"name": "y", "src": 1, "dst": 2, "bytes": 10}],
        "programs": {"2": [{"op": "R", "dur_s": 0.001, "inputs": [0, 1], "outputs": []}]}}

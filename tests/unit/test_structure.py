@@ -75,13 +75,13 @@ def test_the_policies_import_no_planner_simulator_or_spec_and_the_planners_sit_a
                                                                                     "harness.sets", "harness.simulate"}
 
 
-SOURCES = [f for d in ("harness", "workloads") for f in (ROOT / d).rglob("*.py")]
+SOURCES = [f for d in ("harness", "agents", "workloads") for f in (ROOT / d).rglob("*.py")]
 # (what, owner module, patterns that would re-implement it elsewhere)
 OWNED = [
-    ("the wrap into one period", "workloads/timing.py",
+    ("the wrap into one period", "agents/timing.py",
      [r"%\s*\(?[\w.]+\)?\s*-\s*[\w.]+\s*/\s*2", r"-\s*[\w.]+\s+if\s+\w+\s*>\s*[\w.]+\s*/\s*2"]),
-    ("the re-alignment threshold", "workloads/timing.py", [r"0\.05\s*\*\s*[\w.]*it", r"realign_frac"]),
-    ("the grid slot rule", "workloads/timing.py", [r"round\(\s*\(\s*\w+\s*-\s*t0\s*\)\s*/"]),
+    ("the re-alignment threshold", "agents/timing.py", [r"0\.05\s*\*\s*[\w.]*it", r"realign_frac"]),
+    ("the grid slot rule", "agents/timing.py", [r"round\(\s*\(\s*\w+\s*-\s*t0\s*\)\s*/"]),
     ("the summary writer", "harness/metrics.py",
      [r'"iteration_ms_mean":\s*round\(', r'"communication_overhead_s":\s*round\(', r'"jct_s":\s*round\(']),
 ]
@@ -103,3 +103,16 @@ def test_each_timing_and_schema_fact_has_one_owner():
 def test_alignment_is_decided_in_one_place():
     defs = [str(f.relative_to(ROOT)) for f in SOURCES if "def alignment(" in f.read_text()]
     assert defs == ["harness/schedulers/policy.py"]
+
+
+def test_the_agents_runtime_imports_only_the_standard_library_and_itself():
+    """What runs on the emulated hosts (agents/) stands apart from the harness and the profile data."""
+    import sys
+    found = []
+    for f in (ROOT / "agents").rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
+            found += [(f.name, n) for n in names
+                      if n.split(".")[0] not in sys.stdlib_module_names and n.split(".")[0] != "agents"]
+    assert not found, found

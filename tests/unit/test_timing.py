@@ -1,4 +1,4 @@
-"""The timing rule (workloads.timing): the wrap, the grid, the re-alignment threshold, dilation; and
+"""The timing rule (agents.timing): the wrap, the grid, the re-alignment threshold, dilation; and
 the alignment each scheduler's jobs get in schedule.json (harness.schedulers.policy.alignment)."""
 import pytest
 from hypothesis import given, strategies as st
@@ -7,7 +7,7 @@ from harness import spec as spec_mod
 from harness.planners.schedule import schedule
 from harness.schedulers.policy import alignment
 from tests.helpers import ROOT
-from workloads import timing
+from agents import timing
 
 
 @given(st.floats(-1e4, 1e4), st.floats(1, 5000))

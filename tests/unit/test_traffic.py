@@ -40,7 +40,7 @@ def test_a_dilated_run_carries_the_bytes_and_load_of_the_undilated_one(dilation)
     from harness.runner import wall_fabric
     from harness.spec import from_mapping
     from workloads.profiles import dilate
-    from workloads.timing import Dilation
+    from agents.timing import Dilation
     s = from_mapping({"name": "d", "topology": "dumbbell", "link": {"rate_mbps": 50},
                       "jobs": [{"name": "a", "model": "vgg16", "workers": 2, "iterations": 10, "hosts": ["h1", "h3"]}],
                       "time_dilation": dilation})

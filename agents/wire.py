@@ -1,6 +1,6 @@
 """The replay agents' wire: clocks and sleeps, the persistent TCP connections between a job's
 workers (``Peers``, one per ordered pair, carrying the job's DSCP), and exact sends and receives.
-Used by workloads.agent (profile replay) and workloads.stage (program replay). Standard library only.
+Used by agents.agent (profile replay) and agents.stage (program replay). Standard library only.
 
 Connections are made before the job's first slot: ``connect_deadline`` leaves ``CONNECT_MARGIN_S``
 before it, or, when the first slot is too close (a resumed segment, a late epoch),
@@ -11,7 +11,7 @@ import struct
 import threading
 import time
 
-from workloads import patterns
+from agents import patterns
 
 SLICE = 8 * 1024          # one jumbo frame of payload: emission follows the fluid rate closely
 HEADER = struct.Struct("!I")
@@ -150,7 +150,7 @@ class Peers:
         self.tos = cfg.get("dscp", 0) << 2
 
     def needed(self):
-        if "pairs" in self.cfg:       # a program (workloads.stage) names its ordered pairs
+        if "pairs" in self.cfg:       # a program (agents.stage) names its ordered pairs
             return {tuple(p) for p in self.cfg["pairs"]}
         return {(s, d) for ph in self.cfg["phases"] for s, d in patterns.pairs(ph["pattern"], self.n)
                 if self.me in (s, d)}

@@ -4,7 +4,7 @@ It replays a profile closed-loop: compute gaps (no traffic) alternate with commu
 made of real TCP transfers to the job's other workers; the next phase starts only after the
 previous one's data has moved, so contention stretches iterations as it would stretch training.
 
-Timing (the rule is workloads.timing's). Every worker starts its first iteration at slot
+Timing (the rule is agents.timing's). Every worker starts its first iteration at slot
 ``first_slot`` of its job's grid (0 unless the job starts later in the run). No iteration takes less
 than the profile's iteration time (the replay cannot run a model faster than it was measured;
 congestion makes iterations longer). The job's ``alignment`` says how the leader (worker 0) starts
@@ -16,15 +16,15 @@ data dependencies of the communication (they cannot finish a phase without the l
 
 Communication. A phase of ``gbps`` for ``duration_ms`` at the reference rate carries
 ``gbps * duration / 8 * scale`` bytes per worker (``scale`` = emulated rate / reference rate),
-split into transfers by its pattern (workloads.patterns) and paced in user space (8 KB slices on a
-token schedule, workloads.wire), so alone it lasts ``duration_ms``.
+split into transfers by its pattern (agents.patterns) and paced in user space (8 KB slices on a
+token schedule, agents.wire), so alone it lasts ``duration_ms``.
 Traffic carries the job's DSCP, so switches can attribute it. TCP with ECN (the namespace's
 sysctl).
 
 Output: CSV rows ``job,worker,iteration,slot,start,comm_start,comm_end,end,realigned`` (seconds
 since ``run_start``), flushed per iteration; a final JSON line on stdout with the summary.
 Exit 0 when done or stopped by SIGTERM; any other exit is a crash the harness reports.
-A config with ``"kind": "program"`` (pipeline and tensor-parallel jobs) is run by workloads.stage.
+A config with ``"kind": "program"`` (pipeline and tensor-parallel jobs) is run by agents.stage.
 """
 import argparse
 import json
@@ -34,8 +34,8 @@ import signal
 import sys
 import time
 
-from workloads import patterns, timing
-from workloads.wire import (PACING, SLICE, Peers, Stopped, connect_deadline, exchange, lateness_ms, now,
+from agents import patterns, timing
+from agents.wire import (PACING, SLICE, Peers, Stopped, connect_deadline, exchange, lateness_ms, now,
                             precise_sleeps, sleep_until)
 
 
@@ -129,7 +129,7 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     if cfg.get("kind") == "program":
-        from workloads import stage
+        from agents import stage
         return stage.main(cfg, args.worker, args.out)
 
     return replay(cfg, args.worker, args.out)
@@ -146,7 +146,7 @@ def iteration_plan(cfg):
 
 
 class Aligner:
-    """When the next iteration starts, by the job's alignment (workloads.timing): only the leader
+    """When the next iteration starts, by the job's alignment (agents.timing): only the leader
     (worker 0) decides; the other workers follow through the data dependencies."""
 
     def __init__(self, cfg, worker, t0, it_s):

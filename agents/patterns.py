@@ -1,5 +1,5 @@
 """Communication patterns, declared once: which ordered worker pairs a phase's transfers use, in how
-many steps, and how a phase's bytes and rate divide among them. The replay agent (workloads.agent)
+many steps, and how a phase's bytes and rate divide among them. The replay agent (agents.agent)
 runs them, the scheduler (harness.schedulers.traffic) puts them on links. Standard library only.
 
 Workers are indices 0..n-1 in placement order. A phase of ``rate`` for ``duration`` carries

@@ -1,13 +1,13 @@
 """Program replay: one worker of a pipeline- or tensor-parallel job whose computation waits for its inputs.
 
-Run by workloads.agent when its config has ``"kind": "program"`` (built by
+Run by agents.agent when its config has ``"kind": "program"`` (built by
 harness.planners.flowplan.agent_config from a workloads.echelon EchelonFlow). The worker runs its ops in order, step after step; an op
 starts only when every flow it consumes has arrived; when an op ends, the flows it releases are
 queued on their connection (one TCP connection per ordered worker pair, flows in release order) and
 sent by that connection's sender thread while computation goes on. So the order and time in which
 flows finish change the step time, as they would change a pipeline's.
 
-Steps. Step k of the job is planned at slot k of its grid (workloads.timing): a worker whose first op needs no
+Steps. Step k of the job is planned at slot k of its grid (agents.timing): a worker whose first op needs no
 input (pipeline stage 0, every tensor-parallel rank) starts the step at that slot or, if the previous
 step overran it, as soon as its previous step ended; other workers follow their inputs. The step's
 reference time (for targets and the ECT) is its planned slot, or its late start: every flow carries
@@ -21,7 +21,7 @@ ahead of it: a paced flow arrives between the curve's end and its target unless 
 it longer. A slice whose time has passed (the flow was released late, or congestion held it) goes at
 once: the flow catches up as fast as TCP allows. A flow without a schedule (fair sharing) is sent at
 once and TCP shares the links. A flow with a ``priority`` (link.sharing priority; a list: one per
-step of the grid, in turn) is sent with that priority's DSCP (workloads.wire.priority_tos): its connection's TOS is set before the flow's first
+step of the grid, in turn) is sent with that priority's DSCP (agents.wire.priority_tos): its connection's TOS is set before the flow's first
 byte, so the switches' priority queues serve it by its level (bytes of the connection's previous
 flow still in the socket buffer leave with the new TOS). With re-planning (``replan_path``,
 harness.planners.replan) the worker reads the runner's newest table at the start of each step and
@@ -40,8 +40,8 @@ import socket
 import struct
 import threading
 
-from workloads import timing
-from workloads.wire import (PACING, PAYLOAD, SLICE, Peers, Stopped, connect_deadline, drain, lateness_ms, now,
+from agents import timing
+from agents.wire import (PACING, PAYLOAD, SLICE, Peers, Stopped, connect_deadline, drain, lateness_ms, now,
                             priority_tos, recv_exact, send_all, sleep_until)
 
 HEADER = struct.Struct("!IIddi")    # step, flow index, step reference (monotonic s), release time, level (-1: none)
