@@ -2,8 +2,9 @@
 """Scheduler speed: CASSINI's Algorithm 2 on the 24-host fat-tree, and the per-link optimisation's
 growth with jobs per link and with the angle discretisation. No root needed.
 
-  .venv/bin/python bench/schedule_speed.py
-Prints Markdown tables (median of --repeat runs).
+  .venv/bin/python bench/schedule_speed.py [--repeat N] [--publish FILE]
+Prints Markdown tables (median of --repeat runs); --publish writes them into FILE's block
+<!-- interleave bench schedule-speed -->.
 """
 import argparse
 import statistics
@@ -14,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.routing import compute_routes  # noqa: E402
+from harness.sets import emit_bench  # noqa: E402
 from harness.schedulers import cassini  # noqa: E402
 from harness.schedulers.circles import optimise  # noqa: E402
 from harness.schedulers.placement import Random, candidates  # noqa: E402
@@ -56,12 +58,14 @@ def per_link(n_jobs, deg, repeat, exact_max):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--publish", metavar="FILE", help="replace the block <!-- interleave bench schedule-speed --> in FILE")
     args = ap.parse_args()
     t, n, most, shared = algorithm2(args.repeat)
-    print(f"Algorithm 2: {n} candidates, 12 jobs x 2 workers (random placements), fat-tree 24 hosts, 5 deg: "
-          f"{t * 1000:.0f} ms (up to {most} jobs on a link, {shared:.0f} shared links per candidate)\n")
-    print("| jobs on the link | search | 10 deg | 5 deg | 2.5 deg | 1 deg |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    lines = ["# schedule speed", "",
+             f"Algorithm 2 over {n} candidates, 12 jobs of 2 workers placed at random on the 24-host fat-tree (up to "
+             f"{most} jobs on a link, {shared:.0f} shared links per candidate), 5 degrees: **{t * 1000:.0f} ms** "
+             f"(median of {args.repeat}). One link, by jobs on it and angle step:", "",
+             "| jobs on the link | search | 10 deg | 5 deg | 2.5 deg | 1 deg |", "| --- | --- | --- | --- | --- | --- |"]
     for n_jobs in (2, 3, 4, 5, 6):
         for exact_max in ((3,) if n_jobs <= 3 else (3, n_jobs) if n_jobs == 4 else (3,)):
             cells = []
@@ -72,7 +76,9 @@ def main():
                 tt, sol = per_link(n_jobs, deg, args.repeat, exact_max)
                 cells.append(f"{tt * 1000:.1f} ms (score {sol.score:.3f})")
             kind = "exact" if n_jobs <= exact_max else "descent"
-            print(f"| {n_jobs} | {kind} | " + " | ".join(cells) + " |")
+            lines.append(f"| {n_jobs} | {kind} | " + " | ".join(cells) + " |")
+    emit_bench("schedule-speed", "\n".join(lines) + "\n", args.publish,
+               ".venv/bin/python bench/schedule_speed.py " + " ".join(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ def measure(fab, flows, steps, tmp, telemetry=True):
     tm = Telemetry(fab, tmp / "telemetry").start() if telemetry else None
     t = time.clock_gettime(time.CLOCK_MONOTONIC)
     try:
-        rp.start(Job("cal", "gpt2", len(hosts), steps), builtins()["gpt2"], hosts, 0.0, t + 1.5, t, 0, False, cfg)
+        rp.start(Job("cal", "gpt2", len(hosts), steps), builtins()["gpt2"], hosts, 0.0, t + 1.5, t, 0, False, program=cfg)
         summaries = rp.wait(120)
     finally:
         if tm:

@@ -28,19 +28,32 @@ class AgentCrash(InterleaveError):
     pass
 
 
-def job_config(job, profile, hosts, ips, shift_ms, scale, t0, run_start, index, alignment, extra=None):
-    """The agent's config. ``alignment``: grid | group | free (agents.timing), or a bool as a
-    shorthand (True: grid, False: free)."""
+def job_config(job, profile, hosts, ips, shift_ms, scale, t0, run_start, index, alignment, *, first_slot=0,
+               iteration_base=0, group=None, beat_dir=None, program=None, replan_path=None, inject_delay_ms=None):
+    """The agent's config (the one builder: the runner, the profiler and the benchmarks start agents
+    through ``Replayer.start``). ``alignment``: grid | group | free (agents.timing), or a bool as a
+    shorthand (True: grid, False: free); ``first_slot``: the grid slot of its first iteration;
+    ``iteration_base``: the number of its first iteration (a resumed segment's); ``group`` and
+    ``beat_dir``: the members it aligns with ([{job, shift_ms}]) and where they publish their beats;
+    ``program``: a program job's part (harness.planners.flowplan.agent_config); ``replan_path``: the
+    file re-planned priorities arrive in; ``inject_delay_ms``: {worker: {iteration: ms}} of compute
+    delay injected (tests)."""
     if isinstance(alignment, bool):
         alignment = "grid" if alignment else "free"
     if alignment not in ALIGNMENTS:
         raise ValueError(f"alignment {alignment!r}: one of {', '.join(ALIGNMENTS)}")
-    return {"job": job.name, "model": job.model, "iterations": job.iterations, "hosts": hosts, "ips": ips,
-            "iteration_ms": profile.iteration_ms, "time_shift_ms": shift_ms,
-            "phases": [{"start_ms": p.start_ms, "duration_ms": p.duration_ms, "gbps": p.gbps, "pattern": p.pattern}
-                       for p in profile.phases],
-            "scale": scale, "t0": t0, "run_start": run_start, "port": BASE_PORT + index,
-            "dscp": (index % 63) + 1, "alignment": alignment, **(extra or {})}
+    cfg = {"job": job.name, "model": job.model, "iterations": job.iterations, "hosts": hosts, "ips": ips,
+           "iteration_ms": profile.iteration_ms, "time_shift_ms": shift_ms,
+           "phases": [{"start_ms": p.start_ms, "duration_ms": p.duration_ms, "gbps": p.gbps, "pattern": p.pattern}
+                      for p in profile.phases],
+           "scale": scale, "t0": t0, "run_start": run_start, "port": BASE_PORT + index,
+           "dscp": (index % 63) + 1, "alignment": alignment, "first_slot": first_slot, "iteration_base": iteration_base}
+    if group is not None:
+        cfg.update(group=group, beat_dir=beat_dir)
+    cfg.update(program or {})
+    optional = {"replan_path": replan_path, "inject_delay_ms": inject_delay_ms}
+    cfg.update({k: v for k, v in optional.items() if v is not None})
+    return cfg
 
 
 def byte_scale(topo, hosts, reference_gbps, dilation=1.0):
@@ -63,14 +76,17 @@ class Replayer:
         self.procs = {}  # (job, worker) -> Popen
         self.configs = {}
 
-    def start(self, job, profile, hosts, shift_ms, t0, run_start, index, alignment, extra=None, tag=None):
+    def start(self, job, profile, hosts, shift_ms, t0, run_start, index, alignment, *, tag=None, **parts):
         """``tag`` names the agents' files and processes (default the job's name; a resumed
-        segment of a preempted job uses ``<job>.s<k>``)."""
+        segment of a preempted job uses ``<job>.s<k>``); ``parts``: job_config's keyword arguments
+        (a ``group``'s beats go to this replayer's directory)."""
         tag = tag or job.name
         topo = self.fab.topo
         scale = byte_scale(topo, hosts, profile.reference_gbps, self.dilation)
+        if parts.get("group") is not None:
+            parts["beat_dir"] = str(self.dir)
         cfg = job_config(job, profile, hosts, [topo.ip(h) for h in hosts], shift_ms, scale, t0, run_start, index,
-                         alignment, extra)
+                         alignment, **parts)
         path = self.dir / f"{tag}.json"
         path.write_text(json.dumps(cfg, indent=1))
         self.configs[tag] = cfg

@@ -283,16 +283,13 @@ class Session:
         # connections + calibration, and a resumed segment's restart from its checkpoint
         earliest = mono() + AGENT_SETUP_S + AGENT_SETUP_PER_HOST_S * len(hosts) + w["restart_s"]
         first = timing.first_slot(earliest, self.t_ref, w["shift_ms"] / 1000, period_s)
-        extra = {"first_slot": first, "iteration_base": entry["base"]}
-        if entry["job"].alignment == "group":
-            extra.update(group=w["group"], beat_dir=str(self.rp.dir))
-        if job.is_program:
-            extra.update(flowplan.agent_config(job, plan.flow_scheduler,
-                                               byte_scale(self.topo, hosts, spec.reference_gbps, dil.factor), dil.factor))
-            if self.replanner is not None:
-                extra["replan_path"] = str(self.replanner.path(job.name))
+        program = flowplan.agent_config(job, plan.flow_scheduler, byte_scale(self.topo, hosts, spec.reference_gbps,
+                                                                             dil.factor), dil.factor) \
+            if job.is_program else None
         self.rp.start(job, prof, hosts, w["shift_ms"], self.t_ref, self.run_start, self.index[entry["name"]],
-                      entry["job"].alignment, extra, tag=tag)
+                      entry["job"].alignment, tag=tag, first_slot=first, iteration_base=entry["base"],
+                      group=w["group"] if entry["job"].alignment == "group" else None, program=program,
+                      replan_path=str(self.replanner.path(job.name)) if program and self.replanner else None)
         self.started[tag] = {"hosts": hosts, "t0": dil.model(self.t_ref - self.run_start), "at": dil.model(now),
                              "first_slot": first}
         self.pending.remove(entry)

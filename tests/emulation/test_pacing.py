@@ -35,7 +35,7 @@ def program(flows):
 def run(fab, tmp_path, flows, steps=6):
     rp = Replayer(fab, tmp_path)
     t = time.clock_gettime(time.CLOCK_MONOTONIC)
-    rp.start(Job("p", "gpt2", 2, steps), builtins()["gpt2"], ["h1", "h3"], 0.0, t + 1.5, t, 0, False, program(flows))
+    rp.start(Job("p", "gpt2", 2, steps), builtins()["gpt2"], ["h1", "h3"], 0.0, t + 1.5, t, 0, False, program=program(flows))
     rp.wait(60)
     return rp
 

@@ -40,7 +40,7 @@ def run(fab, tmp_path, steps=6):
         "3": [{"op": "D", "dur_s": 0.01, "inputs": [1], "outputs": []}]}}
     rp = Replayer(fab, tmp_path)
     t = time.clock_gettime(time.CLOCK_MONOTONIC)
-    rp.start(Job("p", "gpt2", 4, steps), builtins()["gpt2"], ["h1", "h2", "h3", "h4"], 0.0, t + 1.5, t, 0, False, cfg)
+    rp.start(Job("p", "gpt2", 4, steps), builtins()["gpt2"], ["h1", "h2", "h3", "h4"], 0.0, t + 1.5, t, 0, False, program=cfg)
     rp.wait(60)
     f = rp.flows().query("step > 0")
     return f.set_index(["step", "flow"]).eval("finish - release").unstack()

@@ -22,7 +22,7 @@ def no_leaks():
 def start(rp, jobs, lead=1.5):
     t = time.clock_gettime(time.CLOCK_MONOTONIC)
     for i, (job, hosts, shift, extra) in enumerate(jobs):
-        rp.start(job, VGG16, hosts, shift, t + lead, t, i, True, extra)
+        rp.start(job, VGG16, hosts, shift, t + lead, t, i, True, **(extra or {}))
     return rp
 
 

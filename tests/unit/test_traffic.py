@@ -53,3 +53,22 @@ def test_a_dilated_run_carries_the_bytes_and_load_of_the_undilated_one(dilation)
     assert nbytes == pytest.approx(37 * 1e9 / 8 * 0.114 * 1e-3)            # vgg16: 37 Gbit/s for 114 ms
     wall_bps = ph["gbps"] * 1e9 * cfg["scale"]
     assert wall_bps / (link.rate_mbps * 1e6) == pytest.approx(37 / 50)      # 37 of the reference 50 Gbit/s
+
+
+def test_the_agent_config_takes_each_part_by_name():
+    """One builder: a group's members and beat directory, a program's part, a replan file; nothing
+    else is merged in."""
+    from harness.spec import Job
+    from workloads.profiles import builtins
+    prof = builtins()["vgg16"]
+    plain = job_config(Job("a", "vgg16", 2, 10), prof, ["h1", "h3"], ["10.0.0.1", "10.0.0.3"], 0.0, 1.0, 0.0, 0.0, 0,
+                       "grid", first_slot=3, iteration_base=7)
+    assert plain["first_slot"] == 3 and plain["iteration_base"] == 7
+    assert not {"group", "beat_dir", "kind", "replan_path", "inject_delay_ms"} & set(plain)
+    full = job_config(Job("a", "vgg16", 2, 10), prof, ["h1", "h3"], ["10.0.0.1", "10.0.0.3"], 0.0, 1.0, 0.0, 0.0, 0,
+                      "group", group=[{"job": "b", "shift_ms": 5.0}], beat_dir="/tmp/x",
+                      program={"kind": "program", "period_s": 1.0}, replan_path="/tmp/r.json")
+    assert full["group"] == [{"job": "b", "shift_ms": 5.0}] and full["beat_dir"] == "/tmp/x"
+    assert full["kind"] == "program" and full["period_s"] == 1.0 and full["replan_path"] == "/tmp/r.json"
+    with pytest.raises(TypeError):
+        job_config(Job("a", "vgg16", 2, 10), prof, ["h1"], ["10.0.0.1"], 0.0, 1.0, 0.0, 0.0, 0, "grid", {"x": 1})
