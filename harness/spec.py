@@ -109,7 +109,7 @@ class Spec:
     time_dilation: float = 1.0
     flow_scheduler: str = "fair"
     replan: dict = None                 # harness.planners.replan: echelon's priorities re-planned in the run
-    echelon_mechanism: str = None       # harness.planners.flowplan.MECHANISMS (None: its default)
+    echelon_mechanism: str = None       # harness.programblocks.MECHANISMS (None: its default)
     source: str = ""
     raw: dict = field(default_factory=dict)
     plugins: list = field(default_factory=list)     # plug-in files loaded for this spec (resolved paths)
@@ -275,9 +275,9 @@ def from_mapping(raw, where="spec", base_dir="."):
                         "(a data-parallel job's all-reduce lasts 2(N-1)/N of its model on N workers)")
     jobs = _jobs(where, jobs_raw, profiles, topo, scheduler, allreduce == "ring")
     _job_kinds(where, jobs, scheduler, fs, background)
-    from harness.planners.replan import validate as validate_replan
+    from harness.programblocks import validate_replan
     replan = validate_replan(where, raw, SpecError)
-    from harness.planners.flowplan import validate_mechanism
+    from harness.programblocks import validate_mechanism
     mechanism = validate_mechanism(where, raw, link.sharing, SpecError)
     warnings = [f"{where}: {b}: no effect under scheduler {scheduler} (read by {', '.join(readers(b))})"
                 for b in unread_blocks(raw, scheduler)]
@@ -660,7 +660,7 @@ def _jobs(where, jobs_raw, profiles, topo, scheduler, ring_workers=False):
         blocks = {}
         for b in ("pipeline", "tensor", "data_parallel"):
             if b in j:
-                from harness.planners.flowplan import validate as validate_block
+                from harness.programblocks import validate_block
                 blocks[b] = validate_block(where, f"{key}.{b}", j[b], workers, SpecError)
         if len(blocks) > 1:
             second = list(blocks)[1]

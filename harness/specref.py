@@ -2,7 +2,7 @@
 means and which schedulers read it. docs/spec.md is generated from it (``python -m harness.specref``).
 
 The key sets and the defaults are not restated here: each section reads them from the module that
-validates it (``spec.TOP_KEYS``, ``spec.CASSINI_KEYS``, ``flowplan.BLOCKS``, ``netsens.DEFAULTS``,
+validates it (``spec.TOP_KEYS``, ``spec.CASSINI_KEYS``, ``programblocks.BLOCKS``, ``netsens.DEFAULTS``,
 ...), and tests/unit/test_specref.py fails when a validator accepts a key this table does not
 describe, or the table describes one no validator accepts, or docs/spec.md is stale. What this
 module owns is the prose: a key's meaning and who reads it.
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from harness import linkmodel, registry, spec
-from harness.planners import flowplan, replan
+from harness import programblocks
 from harness.schedulers import netsens, reallocation, tiresias
 from harness.telemetry import PERIOD_MS
 from workloads import profiles, traces
@@ -25,7 +25,7 @@ NONE = object()            # no default: required, or unset means "off" (the mea
 # section -> (the key set its validator accepts, {key: default}) — read from the owners
 SECTIONS = {
     "": (spec.TOP_KEYS, {**spec.TOP_DEFAULTS, "scheduler": registry.DEFAULT_SCHEDULER,
-                         "echelon_mechanism": flowplan.MECHANISMS[0], "topology": "{name: fattree}"}),
+                         "echelon_mechanism": programblocks.MECHANISMS[0], "topology": "{name: fattree}"}),
     "link": (set(linkmodel.LINK_KEYS), {"rate_mbps": linkmodel.DEFAULT_RATE_MBPS, "mtu": linkmodel.DEFAULT_MTU,
                                         "sharing": linkmodel.SHARING[0], "delay_ms": 0.0,
                                         "ecn_k_bytes": "scaled", "queue_bytes": "scaled"}),
@@ -35,7 +35,7 @@ SECTIONS = {
     "profiles.NAME.phases[i]": (set(profiles.PHASE_KEYS) | {"pattern"}, {"pattern": "by parallelism"}),
     "jobs[i]": (spec.JOB_KEYS, {**spec.JOB_DEFAULTS, "name": "j1, j2, ..."}),
     **{f"jobs[i].{b}": (set(keys), {k: v for k, v in keys.items() if v is not None})
-       for b, keys in flowplan.BLOCKS.items()},
+       for b, keys in programblocks.BLOCKS.items()},
     "trace": (spec.TRACE_KEYS, {**traces.DEFAULTS, "models": "every profile"}),
     "trace (kind: csv)": (spec.CSV_TRACE_KEYS, dict(traces.CSV_DEFAULTS)),
     "cassini": (set(spec.CASSINI_KEYS), dict(spec.CASSINI_KEYS)),
@@ -46,7 +46,7 @@ SECTIONS = {
     "pollux": (set(reallocation.POLLUX_DEFAULTS), {k: v for k, v in reallocation.POLLUX_DEFAULTS.items() if v is not None}),
     "netsens": (set(netsens.DEFAULTS), {k: v for k, v in netsens.DEFAULTS.items() if v is not None}),
     "tiresias": (set(tiresias.DEFAULTS), dict(tiresias.DEFAULTS)),
-    "replan": (set(replan.KEYS), dict(replan.KEYS)),
+    "replan": (set(programblocks.REPLAN_KEYS), dict(programblocks.REPLAN_KEYS)),
 }
 
 # (section, key): (type and range, meaning, read by)
@@ -91,7 +91,7 @@ KEYS = {
     ("", "tiresias"): ("a mapping", "Tiresias's queues (below).", READERS),
     ("", "replan"): ("a mapping, or unset", "EchelonFlow's priorities re-planned during the run from measured "
                      "progress (below); unset: planned once.", "{pinned} with `flow_scheduler: echelon` (emulator)"),
-    ("", "echelon_mechanism"): (" | ".join(flowplan.MECHANISMS), "How EchelonFlow's schedule reaches the flows: "
+    ("", "echelon_mechanism"): (" | ".join(programblocks.MECHANISMS), "How EchelonFlow's schedule reaches the flows: "
                                 "priority queues (needs `link.sharing: priority`), pacing, or chosen per job.",
                                 "{pinned} with `flow_scheduler: echelon`"),
     ("", "plugins"): ("a list of Python files (relative to the spec)",

@@ -40,7 +40,7 @@ agents' configs (``agent_config``).
 import math
 
 from harness.plan import Plan, PlannedJob
-from harness.errors import require_number
+from harness.programblocks import MECHANISMS
 from harness.sim import calibration
 from harness.sim.flows import JobStep, simulate_steps
 from agents import timing
@@ -50,57 +50,6 @@ from agents.wire import PRIORITY_LEVELS
 
 PERIOD_MARGIN = 1.25
 MODEL_SEEDS = 5             # model runs averaged when the agents' timing noise is modelled
-PIPELINE_KEYS = {"schedule": "gpipe", "micro_batches": 8, "forward_ms": None, "backward_ms": None,
-                 "activation_mb": None, "gradient_mb": None}
-TENSOR_KEYS = {"layers": 8, "layer_ms": None, "allreduce_mb": None}
-DATA_PARALLEL_KEYS = {"buckets": 4, "forward_ms": None, "backward_ms": None, "allreduce_mb": None}
-BLOCKS = {"pipeline": PIPELINE_KEYS, "tensor": TENSOR_KEYS, "data_parallel": DATA_PARALLEL_KEYS}
-MECHANISMS = ("priority", "pacing", "auto")     # how echelon's schedule reaches the flows on priority ports; first: default
-
-
-def validate(where, key, block, workers, error):
-    """The job's ``pipeline``, ``tensor`` or ``data_parallel`` block, with defaults; raises ``error``
-    naming the key."""
-    kind = key.rsplit(".", 1)[-1]
-    allowed = BLOCKS[kind]
-    if not isinstance(block, dict):
-        raise error(where, key, block, "a mapping: " + ", ".join(allowed))
-    for k in block:
-        if k not in allowed:
-            raise error(where, f"{key}.{k}", block[k], "unknown key; allowed: " + ", ".join(allowed))
-    out = {k: block.get(k, v) for k, v in allowed.items()}
-
-    def bad(k, v, what):                       # require_number's error signature
-        return error(where, k, v, what)
-    for k, v in out.items():
-        if k == "schedule":
-            if v not in ("gpipe", "1f1b"):
-                raise error(where, f"{key}.schedule", v, "gpipe | 1f1b")
-        elif k in ("micro_batches", "layers", "buckets"):
-            require_number(f"{key}.{k}", v, 1, strict=False, whole=True, error=bad)
-        elif k == "gradient_mb" and v is None:
-            out[k] = out["activation_mb"]
-        else:
-            require_number(f"{key}.{k}", v, 0, error=bad)
-    if kind in ("tensor", "data_parallel") and workers < 2:
-        raise error(where, key.rsplit(".", 1)[0] + ".workers", workers, f">= 2 ranks for {kind.replace('_', ' ')}")
-    if kind == "pipeline" and workers < 2:
-        raise error(where, key.rsplit(".", 1)[0] + ".workers", workers, ">= 2 stages (one per worker)")
-    return out
-
-
-def validate_mechanism(where, raw, sharing, error):
-    """The spec's ``echelon_mechanism`` (default MECHANISMS[0]) on ports of ``sharing`` (the parsed
-    link's); raises ``error`` naming the key: ``priority`` given on ports without priorities,
-    ``pacing`` with ``replan`` (which re-plans priorities)."""
-    m = raw.get("echelon_mechanism", MECHANISMS[0])
-    if not isinstance(m, str) or m not in MECHANISMS:
-        raise error(where, "echelon_mechanism", m, " | ".join(MECHANISMS))
-    if "echelon_mechanism" in raw and m == "priority" and sharing != "priority":
-        raise error(where, "echelon_mechanism", m, "priority only with link.sharing priority (auto or pacing here)")
-    if m == "pacing" and raw.get("replan") is not None:
-        raise error(where, "echelon_mechanism", m, "priority or auto with replan (it re-plans the flows' priorities)")
-    return m
 
 
 def flow_priorities(e, position=0, jobs=1, levels=PRIORITY_LEVELS):

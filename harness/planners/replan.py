@@ -28,34 +28,12 @@ from pathlib import Path
 
 from harness.planners.flowplan import levels_by
 from agents.wire import PRIORITY_LEVELS
+from harness.programblocks import REPLAN_KEYS as KEYS
 
-KEYS = {"every_steps": 2, "window_steps": 4}
 LEAD_STEPS = 2          # a plan applies from the job's newest complete step + this
 RULE = ("jobs by measured step ECT over the window (most behind first); a job's flows by measured laxity "
         "d_i - release offset - time on the wire (least first)")
 COLUMNS = ["version", "time_s", "job", "from_step", "behind_ms", "priority", "cpu_ms", "wall_ms"]
-
-
-def validate(where, raw, error):
-    """The spec's ``replan`` block with defaults, or None; ``error(where, key, value, allowed)``."""
-    block = raw.get("replan")
-    if block is None:
-        return None
-    if not isinstance(block, dict):
-        raise error(where, "replan", block, "a mapping: " + ", ".join(KEYS))
-    for k in block:
-        if k not in KEYS:
-            raise error(where, f"replan.{k}", block[k], "unknown key; allowed: " + ", ".join(KEYS))
-    out = {**KEYS, **block}
-    for k, v in out.items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise error(where, f"replan.{k}", v, "a whole number of steps >= 1")
-    link = raw.get("link")
-    sharing = link.get("sharing") if isinstance(link, dict) else None
-    if raw.get("flow_scheduler") != "echelon" or sharing != "priority":
-        raise error(where, "replan", block, "only with flow_scheduler echelon on link.sharing priority "
-                    "(it re-plans the flows' priorities)")
-    return out
 
 
 def laxity(rows, d):
