@@ -82,11 +82,11 @@ class LinkParams:
                               QUEUE_K_RATIO * ecn_k_bytes)
         else:
             queue_bytes = int(_number("link.queue_bytes", queue_bytes))
+        if queue_bytes < 2 * mtu:
+            raise LinkError("link.queue_bytes", queue_bytes, f"at least two MTUs ({2 * mtu} bytes)")
         if ecn_k_bytes >= queue_bytes:
             raise LinkError("link.ecn_k_bytes", ecn_k_bytes,
                             f"below the queue limit link.queue_bytes={queue_bytes}")
-        if queue_bytes < 2 * mtu:
-            raise LinkError("link.queue_bytes", queue_bytes, f"at least two MTUs ({2 * mtu} bytes)")
         return cls(float(rate_mbps), queue_bytes, ecn_k_bytes, mtu)
 
     @classmethod

@@ -124,9 +124,9 @@ def _changed(d, spec, told=()):
     old, new = _normal(old), _normal(spec.raw)
     keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
     rest = [k for k in keys if k not in told]
-    if keys and not rest:
-        return None
-    return ("changed: " + ", ".join(rest)) if rest else "a plug-in or profile file changed"
+    if rest:
+        return "changed: " + ", ".join(rest)
+    return None if keys or told else "a plug-in or profile file changed"
 
 
 def stale(d, spec, backend, code=True):

@@ -325,7 +325,7 @@ def _plugins(where, raw, base_dir):
         try:
             out.append(str(registry.load_plugin(p, relative_to=base_dir)))
         except registry.PluginError as exc:
-            raise SpecError(where, f"plugins[{i}]", p, str(exc))
+            raise registry.PluginError(f"{where}: plugins[{i}]: {exc}") from None
     return out
 
 

@@ -100,17 +100,18 @@ KEYS = {
 
     ("link", "rate_mbps"): ("a number > 0", "Every link's rate in Mbit/s of model time (the fabric runs at rate / "
                             "time_dilation). A run warns when this machine was not measured faithful at it.", ALL),
-    ("link", "ecn_k_bytes"): ("bytes, at least one MTU", "The ECN marking threshold K of every switch egress queue. "
+    ("link", "ecn_k_bytes"): ("bytes, at least one MTU and below queue_bytes", "The ECN marking threshold K of every switch egress queue. "
                               "Default: DCQCN's 80 KB at the reference rate, scaled to the link (at least 10 MTUs).",
                               ALL),
-    ("link", "queue_bytes"): ("bytes, at least two MTUs", "Every egress queue's length. Default: 320 KB at the "
+    ("link", "queue_bytes"): ("bytes, at least two MTUs and above ecn_k_bytes", "Every egress queue's length. Default: 320 KB at the "
                               "reference rate scaled, at least 48 ms of the link and 3 K.", "emulator"),
     ("link", "mtu"): (f"{linkmodel.MTU_RANGE[0]}-{linkmodel.MTU_RANGE[1]} bytes", "Every interface's MTU.",
                       "emulator"),
     ("link", "sharing"): (" | ".join(linkmodel.SHARING), "The switch egress discipline: one FIFO shared by TCP, a "
                           "queue per job served round-robin, or a queue per flow priority.", ALL),
-    ("link", "delay_ms"): ("ms >= 0", "One-way propagation delay of every link, each direction (netem where the "
-                           "kernel has it).", ALL),
+    ("link", "delay_ms"): ("ms >= 0", "One-way propagation delay of every link, each direction. The simulator "
+                           "always models it; the emulator needs netem in the kernel (`interleave doctor` says "
+                           "whether this machine has it; `run` refuses a delay it cannot emulate).", ALL),
 
     ("profiles.NAME", "model"): ("text", "The model's name as its source gives it (informative).", ALL),
     ("profiles.NAME", "parallelism"): (" | ".join(profiles.PARALLELISMS), "How the model is trained; it sets the "
@@ -211,8 +212,9 @@ KEYS = {
                                     "more, greedily.", READERS),
     ("cassini", "loops"): ("reject | joint", "A candidate whose Affinity graph has a loop: rejected (the paper), or "
                            "its looped jobs optimised together.", READERS),
-    ("cassini", "align_min_score"): ("a score in [0, 1]", "Jobs whose shared links score at least this are "
-                                     "aligned; the others run free.", READERS),
+    ("cassini", "align_min_score"): ("a score in [0, 1]", "Jobs of one period (equal, or joined by "
+                                     "common_period) whose shared links score at least this are aligned; the "
+                                     "others run free.", READERS),
     ("cassini", "common_period"): ("a fraction in [0, 1]", "Jobs on shared links whose iterations are within this "
                                    "fraction of the longest run on the longest period (0: never). A running job keeps its period, "
                                    "and a newcomer slower than the jobs it joins keeps its own, so a value has no "

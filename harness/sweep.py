@@ -192,7 +192,9 @@ def client(workers=None, cluster=None, emulated=False):
     try:
         with dask.config.set({**DASK_CONFIG, "temporary-directory": scratch}):
             lc = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                              silence_logs=logging.ERROR, resources={FABRIC: 1} if emulated else None,
+                              # a task's failure is reported by execute (one line); Dask's own
+                              # "Compute Failed" block with its traceback would repeat it
+                              silence_logs=logging.CRITICAL, resources={FABRIC: 1} if emulated else None,
                               local_directory=scratch)
         c = Client(lc)
         try:
@@ -308,6 +310,8 @@ def execute(st, out, run_dir, run, log, workers=None, cluster=None, emulated=Fal
                             f"{time_left(time.monotonic() - t0, done, len(todo))}")
                         continue
                     exc = f.exception()
+                    if isinstance(exc, UsageError):         # bad input (a plug-in's place raised): as serially
+                        raise exc
                     if isinstance(exc, KilledWorker) and attempt < RETRIES:
                         log(f"{task['label']}: its worker died mid-run; submitted again ({attempt + 1} of {RETRIES})")
                         submit(task, attempt + 1)

@@ -48,7 +48,7 @@ def test_explicit_values_override():
     ({"mtu": 100}, "link.mtu"),
     ({"ecn_k_bytes": 500_000, "queue_bytes": 300_000}, "link.ecn_k_bytes"),
     ({"ecn_k_bytes": 100}, "link.ecn_k_bytes"),
-    ({"queue_bytes": 1000}, "link.ecn_k_bytes"),
+    ({"queue_bytes": 1000}, "link.queue_bytes"),        # below two MTUs: the queue is named, not K
     ({"speed": 3}, "link.speed"),
 ])
 def test_bad_link_values_name_key_and_value(spec, key):

@@ -191,6 +191,20 @@ def test_a_plugin_that_cannot_be_used_gets_one_line_and_exit_2(tmp_path, case):
         one_line(cli(command, tmp_path / "spec.yaml"), f"interleave {command}: ", *fragments)
 
 
+def test_a_place_that_raises_in_a_set_on_two_workers_stops_it_as_serially(tmp_path):
+    """Bad input found on a Dask worker is bad input: one line, exit 2, no worker traceback."""
+    (tmp_path / "bad.py").write_text(textwrap.dedent(BAD["raises_in_place"][0]))
+    spec = {"name": "bad", "plugins": ["bad.py"], "scheduler": "mine",
+            "topology": {"name": "fattree", "k": 4, "hosts_per_edge": 3},
+            "jobs": [{"name": "a", "model": "vgg19", "workers": 2, "iterations": 10}]}
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    (tmp_path / "set.yaml").write_text("name: bad\nruns: [{spec: spec.yaml, schedulers: [themis, mine]}]\n")
+    for workers in ("1", "2"):
+        p = cli("reproduce", tmp_path / "set.yaml", "--simulate", "--workers", workers, "--out", tmp_path / f"o{workers}")
+        one_line(p, "interleave reproduce: ", *BAD["raises_in_place"][1])
+        assert "Compute Failed" not in p.stderr, p.stderr[-2000:]
+
+
 def test_a_missing_plugin_file_is_named(tmp_path):
     spec = {"name": "x", "plugins": ["nowhere.py"], "topology": {"name": "fattree"},
             "jobs": [{"name": "a", "model": "vgg19", "workers": 2, "iterations": 10}]}

@@ -139,3 +139,13 @@ def test_a_refusal_names_every_difference_not_only_the_first(tmp_path, capsys):
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert ("it holds scheduler themis+cassini's results, not themis's; it ran at background load 0.0, not 0.2; "
             "its spec differs from the spec now (changed: seed)") in p.stderr, p.stderr
+
+
+def test_a_background_given_on_the_command_line_is_the_only_reason_named(tmp_path, capsys):
+    """The same spec at another --background: the refusal names the background only (it said a
+    plug-in or profile file had changed too)."""
+    d = tmp_path / "sim"
+    assert cli_main(capsys, "simulate", str(DEMO), "--out", str(d)).returncode == 0
+    p = cli_main(capsys, "simulate", str(DEMO), "--background", "0.5", "--out", str(d))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "(it ran at background load 0.0, not 0.5); choose another directory" in p.stderr, p.stderr
