@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Profiler accuracy: `interleave profile` on a replayed two-phase toy profile, repeated, each
 measured phase against the profile it replayed. Runs the fidelity guard flagged are counted and
-left out of the statistics (the sets' exclusion rule). Prints a Markdown table; the profiler's
-emulation test takes its tolerances from what this measures.
+left out of the statistics (the sets' exclusion rule). Prints a Markdown table (--publish: into
+FILE's block <!-- interleave bench profile-accuracy -->); the profiler's emulation test takes its
+tolerances from what this measures.
 
-  sudo .venv/bin/python bench/profile_accuracy.py [--repeats 16] [--seconds 6]
+  sudo .venv/bin/python bench/profile_accuracy.py [--repeats 16] [--seconds 6] [--publish FILE]
 """
 import argparse
 import json
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness import spec as spec_mod  # noqa: E402
-from harness.sets import mean_ci  # noqa: E402
+from harness.sets import emit_bench, mean_ci  # noqa: E402
 
 SPEC = ROOT / "experiments" / "profile-toy.yaml"
 
@@ -38,6 +39,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=6.0)
+    ap.add_argument("--publish", metavar="FILE", help="replace the block <!-- interleave bench profile-accuracy --> in FILE")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root: sudo .venv/bin/python bench/profile_accuracy.py")
@@ -65,17 +67,20 @@ def main():
     cols = ["iteration vs the agents' clocks"] + [f"phase {k + 1} {what} ({ref})" for k, p in enumerate(want.phases)
                                                   for what, ref in (("duration", f"{p.duration_ms:g} ms"),
                                                                     ("rate", f"{p.gbps:g} Gbit/s"))]
-    print(f"{args.repeats} runs of `interleave profile {SPEC.relative_to(ROOT)} --seconds {args.seconds:g}`; "
-          f"{flagged} flagged by the fidelity guard and left out; {wrong_count} of the {n_ok} kept found another "
-          "number of phases.\n")
-    print("| measured / replayed | mean error [95 % CI] | range | sd |")
-    print("| --- | --- | --- | --- |")
+    lines = ["# profile accuracy", "",
+             f"{args.repeats} runs of `interleave profile {SPEC.relative_to(ROOT)} --seconds {args.seconds:g}`; "
+             f"{flagged} flagged by the fidelity guard and left out; {wrong_count} of the {n_ok} kept found another "
+             "number of phases.", "",
+             "| measured / replayed | mean error [95 % CI] | range | sd |", "| --- | --- | --- | --- |"]
     for c, name in enumerate(cols):
         if not len(e):
             break
-        m, ci = mean_ci(e[:, c])
+        m, ci = mean_ci(e[:, c], floor=None)            # errors are signed
         ci_s = f"[{ci[0]:+.1%}, {ci[1]:+.1%}]" if ci else "n/a"
-        print(f"| {name} | {m:+.1%} {ci_s} | {e[:, c].min():+.1%} to {e[:, c].max():+.1%} | {e[:, c].std(ddof=1):.1%} |")
+        lines.append(f"| {name} | {m:+.1%} {ci_s} | {e[:, c].min():+.1%} to {e[:, c].max():+.1%} | "
+                     f"{e[:, c].std(ddof=1):.1%} |")
+    emit_bench("profile-accuracy", "\n".join(lines) + "\n", args.publish,
+               "sudo .venv/bin/python bench/profile_accuracy.py " + " ".join(sys.argv[1:]))
 
 
 if __name__ == "__main__":

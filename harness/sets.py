@@ -298,11 +298,12 @@ def tuning_choices(tunings):
             "grid": len(tunings[0]["tried"]), "chosen": chosen}
 
 
-def mean_ci(vals):
-    """(mean, [lo, hi]) of the numbers in ``vals`` with Student's t 95 % interval, cut at 0 below:
-    every quantity in these tables (times, counts, ratios) is non-negative, and cutting an interval
-    to where the mean can lie keeps its coverage. The interval is None with fewer than two values;
-    it is [mean, mean] when every value is equal (a deterministic run: ``fmt`` says so)."""
+def mean_ci(vals, floor=0.0):
+    """(mean, [lo, hi]) of the numbers in ``vals`` with Student's t 95 % interval, cut at ``floor``
+    below (0: every quantity in the sets' tables, times, counts, ratios, is non-negative, and cutting
+    an interval to where the mean can lie keeps its coverage; None for signed quantities such as
+    errors). The interval is None with fewer than two values; it is [mean, mean] when every value
+    is equal (a deterministic run: ``fmt`` says so)."""
     from scipy.special import stdtrit      # Student's t quantile; scipy.stats takes longer to import
     vals = np.array([v for v in vals if v is not None and np.isfinite(v)], dtype=float)
     if not len(vals):
@@ -311,7 +312,8 @@ def mean_ci(vals):
     if len(vals) < 2:
         return round(m, 4), None
     half = float(stdtrit(len(vals) - 1, 0.975) * vals.std(ddof=1) / np.sqrt(len(vals)))
-    return round(m, 4), [round(max(m - half, 0.0), 4), round(m + half, 4)]
+    lo = m - half if floor is None else max(m - half, floor)
+    return round(m, 4), [round(lo, 4), round(m + half, 4)]
 
 
 def ratio_row(base_runs, other_runs, base_row, other_row):

@@ -268,3 +268,9 @@ def test_run_dates_are_the_days_the_runs_completed(tmp_path):
         f.write_text("{}")
         os.utime(f, (stamp, stamp))
     assert sets.run_dates(tmp_path, None) == ("2025-12-01", "2025-12-03")
+
+
+def test_a_signed_quantity_keeps_its_interval_below_zero():
+    m, ci = sets.mean_ci([-0.02, -0.021, -0.019], floor=None)
+    assert m == pytest.approx(-0.02) and ci[0] < m < ci[1] < 0
+    assert sets.mean_ci([-0.02, -0.021, -0.019])[1][0] == 0.0          # the sets' tables: cut at 0
