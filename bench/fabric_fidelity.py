@@ -160,17 +160,25 @@ def main():
     rows = []
     if args.telemetry_ms:
         rate = float(args.rates.split(",")[0])
-        print(f"Telemetry polling during the load ({rate:g} Mbit/s links):\n")
-        print("| polling period | aggregate / ideal (Mbit/s) | fidelity | vswitchd CPU | median sample interval | samples received |")
-        print("| --- | --- | --- | --- | --- | --- |")
+        lines = [f"{args.topology}, {rate:g} Mbit/s links under the benchmark's load, the controller's telemetry polling "
+                 f"port statistics at each period (off: no telemetry); {args.repeats} run(s) per period, ranges over "
+                 f"the runs; datapath {backends['datapath']}, {os.cpu_count()} CPU(s).", "",
+                 "| polling period | aggregate / ideal (Mbit/s) | fidelity | vswitchd CPU | median sample interval | "
+                 "samples received |", "| --- | --- | --- | --- | --- | --- |"]
         for p in (float(x) for x in args.telemetry_ms.split(",")):
-            r = run_one(args.topology, rate, args.seconds, args.omit, args.mtu, backends, telemetry_ms=p or None)
-            rows.append(r)
-            print(f"| {'off' if not p else f'{p:g} ms'} | {r['aggregate_mbps']} / {r['ideal_mbps']} | {r['fidelity']} | "
-                  f"{r['vswitchd_cpu']:.0%} | {r['sample_interval_ms'] if p else '-'} ms | "
-                  f"{r['samples_received'] if p else '-'} |", flush=True)
+            rs = [run_one(args.topology, rate, args.seconds, args.omit, args.mtu, backends, telemetry_ms=p or None)
+                  for _ in range(args.repeats)]
+            rows += rs
+            print(f"{'off' if not p else f'{p:g} ms'}: fidelity {[r['fidelity'] for r in rs]}", file=sys.stderr, flush=True)
+            lines.append(f"| {'off' if not p else f'{p:g} ms'} | {span([r['aggregate_mbps'] for r in rs], '{:.1f}')} / "
+                         f"{rs[0]['ideal_mbps']} | {span([r['fidelity'] for r in rs])} | "
+                         f"{span([r['vswitchd_cpu'] for r in rs], '{:.0%}')} | "
+                         f"{span([r['sample_interval_ms'] for r in rs], '{:g}') + ' ms' if p else '-'} | "
+                         f"{span([r['samples_received'] for r in rs], '{:.0%}') if p else '-'} |")
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=2))
+        emit_bench("telemetry-polling", "# telemetry polling\n\n" + "\n".join(lines) + "\n", args.publish,
+                   "sudo .venv/bin/python bench/fabric_fidelity.py " + " ".join(sys.argv[1:]))
         return
     lines = [f"{args.topology}, {args.repeats} run(s) per link rate, datapath {backends['datapath']}, ECN marker "
              f"{backends['ecn_marker']}, {backends['congestion_control']}+ECN, {os.cpu_count()} CPU(s); "
