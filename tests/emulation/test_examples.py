@@ -1,6 +1,7 @@
 """The plug-in examples emulated as a user runs them (``interleave run examples/X.yaml``): the
-topology plug-in (examples/star.yaml: its fabric built from examples/plugins/star.py) and the
-event-driven scheduler plug-in (examples/rack-or-wait.yaml), each run kept by the fidelity guard
+topology plug-in (examples/star.yaml: its fabric built from examples/plugins/star.py), the
+event-driven scheduler plug-in (examples/rack-or-wait.yaml) and a measured profile from its file
+(examples/profile-from-file.yaml), each run kept by the fidelity guard
 (tests.helpers.run_kept). The placement plug-in runs emulated in tests/emulation/test_sweep.py.
 
 Tolerance: the emulated mean iteration within 10 % of the simulator's, the simulator's own tolerance
@@ -23,7 +24,7 @@ def simulated(spec):
     return json.loads(p.stdout)
 
 
-@pytest.mark.parametrize("example", ["star.yaml", "rack-or-wait.yaml"])
+@pytest.mark.parametrize("example", ["star.yaml", "rack-or-wait.yaml", "profile-from-file.yaml"])
 def test_an_example_runs_emulated_as_planned(example, tmp_path):
     spec = EXAMPLES / example
     s, out = run_kept(spec, tmp_path / "run", timeout=600)

@@ -245,3 +245,30 @@ def test_a_profile_from_a_file_as_interleave_profile_writes_it(tmp_path):
     spec["profiles"]["toy"] = {"file": "profiles/none.yaml"}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     one_line(cli("schedule", tmp_path / "spec.yaml"), "profiles.toy.file", "not found")
+
+
+def test_the_profile_file_example_runs_the_measured_profile():
+    """examples/profile-from-file.yaml: the profile interleave profile wrote, used as is; CASSINI
+    shifts the two jobs that share the pods' uplinks."""
+    measured = yaml.safe_load((EXAMPLES / "profiles" / "toy-measured.yaml").read_text())
+    assert measured["provenance"]["iteration_ms"].startswith("measured by `interleave profile")
+    plan = ok_json("schedule", EXAMPLES / "profile-from-file.yaml")
+    assert {j["iteration_ms"] for j in plan["jobs"]} == {measured["iteration_ms"]}
+    assert {j["alignment"] for j in plan["jobs"]} == {"group"}
+    sim = ok_json("simulate", EXAMPLES / "profile-from-file.yaml")
+    assert set(sim["jobs"]) == {"toy-a", "toy-b"} and sim["totals"]["iteration_ms_mean"] > 0
+
+
+def test_every_example_runs_as_a_simulated_set_on_two_workers(tmp_path):
+    """reproduce --simulate --workers 2 over the examples: the workers load each spec's plug-ins
+    and profile files as the submitting side did."""
+    rows = [("star.yaml", "themis+cassini"), ("rack-or-wait.yaml", "rack-or-wait"),
+            ("highest-free.yaml", "highest-free, highest-free+cassini"), ("profile-from-file.yaml", "themis+cassini")]
+    (tmp_path / "set.yaml").write_text("name: examples\nruns:\n" + "".join(
+        f"  - {{spec: {EXAMPLES / spec}, schedulers: [{s}]}}\n" for spec, s in rows))
+    p = cli("reproduce", tmp_path / "set.yaml", "--simulate", "--workers", "2", "--out", tmp_path / "out", "--quiet")
+    assert p.returncode == 0, p.stderr[-2000:]
+    table = (tmp_path / "out" / "table.csv").read_text()
+    for spec, _ in rows:
+        assert spec.removesuffix(".yaml") in table, table
+    assert "Missing runs" not in (tmp_path / "out" / "table.md").read_text()
