@@ -17,7 +17,9 @@ Run as root: sudo .venv/bin/python bench/fabric_fidelity.py [--rates 10,20,50,10
 import argparse
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -75,6 +77,7 @@ def run_one(topology, rate, seconds, omit, mtu, backends, telemetry_ms=None):
         t0 = time.monotonic()
         fab.start()
         build = time.monotonic() - t0
+        tmpdir = None
         try:
             flows = {p: directed_links(fab.routes[p]) for p in pairs}
             cap = {d: params.rate_bps for p in flows for d in flows[p]}
@@ -84,9 +87,8 @@ def run_one(topology, rate, seconds, omit, mtu, backends, telemetry_ms=None):
             time.sleep(0.5)
             tm = None
             if telemetry_ms:
-                import tempfile
                 from harness.telemetry import Telemetry
-                tmpdir = tempfile.mkdtemp(prefix="interleave-bench-")
+                tmpdir = tempfile.mkdtemp(prefix="interleave-bench-")     # removed below, run or not
                 tm = Telemetry(fab, tmpdir, period_ms=telemetry_ms, marker=False).start()
             vpid = vswitchd_pid()
             c0, w0 = cpu_seconds(vpid), time.monotonic()
@@ -112,6 +114,8 @@ def run_one(topology, rate, seconds, omit, mtu, backends, telemetry_ms=None):
             t1 = time.monotonic()
             fab.stop()
             teardown = time.monotonic() - t1
+            if tmpdir:
+                shutil.rmtree(tmpdir, ignore_errors=True)
     share = payload_share(mtu)
     ideal_goodput = sum(ideal.values()) * share
     own = [g / (ideal[p] * share) for g, p in zip(got, pairs)]
