@@ -8,6 +8,7 @@ two compared per job, and (given a directory) an emulated run of the same spec b
 Each cell below is what a notebook cell would hold.
 """
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,8 @@ import pandas as pd
 import interleave
 
 # cell 1: the spec, simulated under the baseline and under CASSINI (no root, a fraction of a second)
-spec = interleave.load_spec("experiments/demo.yaml")
+DEMO = Path(__file__).resolve().parent.parent / "experiments" / "demo.yaml"     # wherever this runs from
+spec = interleave.load_spec(DEMO)
 runs = {s: interleave.simulate(spec, scheduler=s) for s in ("themis", "themis+cassini")}
 
 # cell 2: one table, one row per (scheduler, job)
