@@ -1,7 +1,8 @@
 """The plan every backend consumes: ``Plan`` (the whole run) and ``PlannedJob`` (one job's hosts,
 start and timing). The planners (harness.planners.schedule, harness.planners.flowplan) build it;
-``Plan.write`` is the one writer of ``schedule.json`` and ``Plan.read`` its reader; ``to_dict`` is
-what ``interleave schedule --json`` prints."""
+``Plan.write`` is the one writer of ``schedule.json`` and ``Plan.read`` reads one back whole
+(``report`` and ``modelcheck`` read only the sections they use from a results directory);
+``to_dict`` is what ``interleave schedule --json`` prints."""
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -107,9 +108,6 @@ class Plan:
         """A plan of ``spec`` (its scheduler, name, seed, topology and reference rate) with ``jobs``."""
         return cls(scheduler=spec.scheduler, spec=spec.name, seed=spec.seed, topology=spec.topology.summary(),
                    reference_gbps=spec.reference_gbps, jobs=jobs, **kw)
-
-    def job(self, name):
-        return next(j for j in self.jobs if j.name == name)
 
     @property
     def by_name(self):

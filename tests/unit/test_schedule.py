@@ -234,3 +234,28 @@ def test_a_shift_no_scheduler_uses_is_refused_and_a_free_job_shows_no_shift():
     assert {j.alignment for j in out.jobs} == {"free"}
     rows = [line.split() for line in render_schedule(out).splitlines()[2:4]]
     assert [(r[0], r[3], r[4]) for r in rows] == [("a", "free", "-"), ("b", "free", "-")]
+
+
+@pytest.mark.parametrize("name", ["demo", "dynamic-fattree", "netsens-small", "echelon-tensor"])
+def test_a_plan_reads_back_as_it_was_written(name, tmp_path):
+    """schedule.json through Plan.write and Plan.read gives the same document: epoch plans with
+    CASSINI, a simulated (event-driven) plan, a program-job plan."""
+    from harness.plan import Plan
+    from harness.spec import load
+    plan = schedule(load(ROOT / "experiments" / f"{name}.yaml"))
+    plan.write(tmp_path / "schedule.json")
+    again = Plan.read(tmp_path / "schedule.json")
+    assert again.to_dict() == json.loads((tmp_path / "schedule.json").read_text()) == \
+        json.loads(json.dumps(plan.to_dict()))
+
+
+def test_a_preempted_job_keeps_its_segments_and_reshifts_through_a_file(tmp_path):
+    from harness.plan import Plan, PlannedJob, Reshift, Segment
+    j = PlannedJob("a", "vgg19", ["h1", "h2"], 10.0, 298.0, 30, 0.0, 0.0, 12.0, period_ms=300.0,
+                   segments=[Segment(0.0, ["h1", "h2"], 10), Segment(5.0, ["h3", "h4"], 20)], restart_s=2.0,
+                   reshifts=[Reshift(4.0, 20.0)], alignment="group", group=["a", "b"])
+    plan = Plan("themis", "x", 1, {"name": "fattree"}, 50.0, [j])
+    plan.write(tmp_path / "s.json")
+    back = Plan.read(tmp_path / "s.json").jobs[0]
+    assert back == j and back.stretches()[1].hosts == ["h3", "h4"] and back.beat_ms == 300.0
+    assert "period_ms" not in PlannedJob("b", "m", [], 0.0, 1.0, 1, 0.0, 0.0, 1.0).to_dict()
