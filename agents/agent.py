@@ -76,39 +76,45 @@ def run_phase(peers, ph, scale, tail):
 
 
 class Group:
-    """Phase alignment with the other jobs of a CASSINI group (jobs sharing links, same period).
+    """Phase alignment with the other jobs of a CASSINI group (jobs sharing links: of one period, or
+    of periods on one unified circle, whose relative pattern repeats every ``group_perimeter_ms``).
 
-    Every leader publishes the start of its latest iteration in ``<beat_dir>/<job>.beat``. Before an
-    iteration, a leader computes each member's plan base (its latest start minus its shift) against
-    its own; a member whose base is later is *behind*, and the leader waits for the largest such lag.
-    The group so tracks its slowest member: a delay that hits every job alike costs nothing, and no
-    job ever pauses a whole iteration to return to an absolute grid. Beats older than two
+    Every leader publishes, in ``<beat_dir>/<job>.beat``, the start of its latest iteration, how far
+    that start is behind its own grid (its lag: timing.grid_lag) and its period. Before an
+    iteration, a leader compares each member's lag with its own, modulo the perimeter; a member
+    whose lag is larger is *behind*, and the leader waits for the largest difference. The group so
+    tracks its slowest member: a delay that hits every job alike costs nothing, and no job ever
+    pauses a whole iteration to return to an absolute grid. Beats older than two of the member's
     iterations (a member that finished) are ignored."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, t0, it_s):
         self.me = cfg["job"]
         self.dir = Path(cfg["beat_dir"])
-        self.shift = cfg["time_shift_ms"] / 1000.0
-        self.it = cfg["iteration_ms"] / 1000.0
-        self.members = [(m["job"], m["shift_ms"] / 1000.0) for m in cfg.get("group", []) if m["job"] != self.me]
+        self.t0, self.it = t0, it_s
+        self.perimeter = cfg.get("group_perimeter_ms", cfg["iteration_ms"]) / 1000.0
+        self.members = [m["job"] for m in cfg.get("group", []) if m["job"] != self.me]
 
-    def publish(self, start):
+    def own_lag(self, start, slot):
+        return timing.grid_lag(start, self.t0, slot, self.it)
+
+    def publish(self, start, slot):
         tmp = self.dir / f".{self.me}.beat"
-        tmp.write_text(repr(start))
+        tmp.write_text(f"{start!r} {self.own_lag(start, slot)!r} {self.it!r}")
         os.replace(tmp, self.dir / f"{self.me}.beat")
 
-    def lag(self, start):
-        """Seconds this job is ahead of the slowest member (0 if none is behind)."""
+    def lag(self, start, slot):
+        """Seconds this job is ahead of the slowest member (0 if none is behind), starting slot
+        ``slot`` of its grid at ``start``."""
         worst = 0.0
-        mine = start - self.shift
-        for job, shift in self.members:
+        mine = self.own_lag(start, slot)
+        for job in self.members:
             try:
-                t = float((self.dir / f"{job}.beat").read_text())
+                t, theirs, period = (float(x) for x in (self.dir / f"{job}.beat").read_text().split())
             except (OSError, ValueError):
                 continue
-            if start - t > 2 * self.it:
+            if start - t > 2 * period:
                 continue
-            d = timing.wrap((t - shift) - mine, self.it)     # > 0: that member is behind
+            d = timing.wrap(theirs - mine, self.perimeter)     # > 0: that member is behind
             worst = max(worst, d)
         return worst
 
@@ -152,7 +158,7 @@ class Aligner:
     def __init__(self, cfg, worker, t0, it_s):
         leader = worker == 0
         mode = cfg.get("alignment", "grid")
-        self.group = Group(cfg) if mode == "group" and cfg.get("group") and leader else None
+        self.group = Group(cfg, t0, it_s) if mode == "group" and cfg.get("group") and leader else None
         self.grid = mode == "grid" and leader
         self.t0, self.it_s, self.first_slot = t0, it_s, cfg.get("first_slot", 0)
         self.realigns = 0
@@ -160,8 +166,9 @@ class Aligner:
     def start(self, k):
         """Wait as the rule says; return (start time, re-aligned 0/1)."""
         start, realigned = now(), False
+        slot = self.first_slot + k
         if self.group is not None and k > 0:
-            lag = self.group.lag(start)
+            lag = self.group.lag(start, slot)
             if lag > timing.LAG_TOLERANCE:                          # wait for the slowest member
                 sleep_until(start + lag)
                 start = now()
@@ -172,7 +179,7 @@ class Aligner:
             start = now()
         self.realigns += int(realigned)
         if self.group is not None:
-            self.group.publish(start)
+            self.group.publish(start, slot)
         return start, int(realigned)
 
 

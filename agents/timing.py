@@ -9,15 +9,19 @@ Alignment (decided by the planner, harness.schedulers.policy.alignment, recorded
 schedule.json):
   grid   the job keeps its own slots: its leader never starts an iteration before its slot and,
          late by more than ``REALIGN_FRAC`` of a period, waits for the next slot (a re-alignment);
-  group  the job keeps its shift relative to the other members of its group (jobs sharing links,
-         same period): it waits for the slowest member (``lag``), re-aligning when that wait is over
-         ``REALIGN_FRAC`` of a period;
+  group  the job keeps its shift relative to the other members of its group (jobs sharing links, of
+         one period or, on CASSINI's unified circle, of periods whose pattern repeats every
+         ``perimeter``): it waits for the slowest member (``lag``), re-aligning when that wait is
+         over ``REALIGN_FRAC`` of a period. A member's lag is how far its latest start is behind its
+         own grid; lags are compared modulo the group's perimeter, where the relative pattern of
+         the members repeats;
   free   the job starts each iteration when the previous one ends.
 
 Dilation. With ``time_dilation: D`` the fabric runs at rate / D and every time of the plan is
 stretched by D on the wall clock; results are reported back in undilated (model) time.
 """
 import math
+from fractions import Fraction
 
 ALIGNMENTS = ("grid", "group", "free")
 REALIGN_FRAC = 0.05     # CASSINI §4.2: a job late by more than 5 % of its iteration re-aligns
@@ -40,6 +44,20 @@ def wrap(offset, period):
     or an array of them)."""
     d = offset % period
     return d - period * (d > period / 2)
+
+
+def perimeter(periods):
+    """The least common multiple of ``periods`` (numbers of any unit, taken to a thousandth): where
+    the members of a group repeat their relative pattern (a group of one period: that period)."""
+    fr = [Fraction(p).limit_denominator(1000) for p in periods]
+    num = math.lcm(*(f.numerator for f in fr))
+    den = math.gcd(*(f.denominator for f in fr))
+    return float(Fraction(num, den))
+
+
+def grid_lag(start, t0, slot, period):
+    """How far a start is behind slot ``slot`` of its grid (``t0`` includes the shift)."""
+    return start - slot_time(t0, 0.0, slot, period)
 
 
 def realigns(late, period):

@@ -279,6 +279,12 @@ def cmd_reproduce(args):
         raise UsageError(f"--against: {args.against} is not a directory (the emulated set's --out)")
     if args.publish:
         sets.check_publish(st, args.publish, kind="validation" if args.against else "reproduce")   # before any run
+    if not args.simulate and not args.report_only:
+        for i, r in enumerate(st["runs"]):
+            for s in r["schedulers"]:
+                if sets.run_spec(r, s, 0).policy_class.alone:
+                    raise BadValue(f"runs[{i}].schedulers", s, "not in the emulator: it runs every job alone, which "
+                                   "only the simulator can do on a shared fabric; use --simulate", where=args.set)
     failed = []
     if not args.report_only and on_dask:
         failed = sweep.execute(st, out, sets.run_dir, sets.simulated_run if args.simulate else sweep.emulated_run, log,

@@ -10,6 +10,8 @@ consumer's step time, with ``iteration_ms_meaning`` saying so), communication ti
 (``comm_ms_*``: first phase start to last phase end, what CASSINI's Table 2 compares; ``_profile``:
 alone), ``jct_s`` from arrival, ``queue_s``
 from arrival to placement (emulated: to the launch of its agents), ECN marks and their source, the job's timing (``time_shift_ms``, ``alignment``,
+``padding_ms``: how much longer than its profile's iteration the period it keeps is, CASSINI's common
+or unified-circle period,
 how far its communication started from where its shift put it, re-alignments), preemptions and
 segments. Program jobs add ``PROGRAM_JOB`` (``flows_paced`` / ``flows_prioritized``: how many
 flows of the step the flow scheduler carried by pacing and by a priority; the others go unmarked, at
@@ -30,7 +32,7 @@ JOB = {"model": AS_IS, "hosts": AS_IS, "iterations": WHOLE,
        "comm_ms_mean": 2, "comm_ms_profile": 2,
        "jct_s": 3, "queue_s": 3,
        "ecn_marks": WHOLE, "ecn_marks_source": AS_IS, "ecn_marks_per_iteration": 3,
-       "time_shift_ms": 3, "alignment": AS_IS, "shift_error_ms_p50": 2,
+       "time_shift_ms": 3, "alignment": AS_IS, "padding_ms": 2, "shift_error_ms_p50": 2,
        "realignments": WHOLE, "realignments_per_minute": 2,
        "preemptions": WHOLE, "segments": AS_IS}
 PROGRAM_JOB = {"iteration_ms_meaning": AS_IS, "ect_ms_mean": 2, "coflow_ms": 2, "predicted_step_ms": 2,

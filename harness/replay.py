@@ -29,12 +29,15 @@ class AgentCrash(InterleaveError):
 
 
 def job_config(job, profile, hosts, ips, shift_ms, scale, t0, run_start, index, alignment, *, first_slot=0,
-               iteration_base=0, group=None, beat_dir=None, program=None, replan_path=None, inject_delay_ms=None):
+               iteration_base=0, group=None, beat_dir=None, group_perimeter_ms=None, program=None, replan_path=None,
+               inject_delay_ms=None):
     """The agent's config (the one builder: the runner, the profiler and the benchmarks start agents
     through ``Replayer.start``). ``alignment``: grid | group | free (agents.timing), or a bool as a
     shorthand (True: grid, False: free); ``first_slot``: the grid slot of its first iteration;
     ``iteration_base``: the number of its first iteration (a resumed segment's); ``group`` and
     ``beat_dir``: the members it aligns with ([{job, shift_ms}]) and where they publish their beats;
+    ``group_perimeter_ms``: where the members' relative pattern repeats (agents.timing.perimeter;
+    default its own iteration, a group of one period);
     ``program``: a program job's part (harness.planners.flowplan.agent_config); ``replan_path``: the
     file re-planned priorities arrive in; ``inject_delay_ms``: {worker: {iteration: ms}} of compute
     delay injected (tests)."""
@@ -50,6 +53,8 @@ def job_config(job, profile, hosts, ips, shift_ms, scale, t0, run_start, index, 
            "dscp": (index % 63) + 1, "alignment": alignment, "first_slot": first_slot, "iteration_base": iteration_base}
     if group is not None:
         cfg.update(group=group, beat_dir=beat_dir)
+        if group_perimeter_ms is not None:
+            cfg["group_perimeter_ms"] = group_perimeter_ms
     cfg.update(program or {})
     optional = {"replan_path": replan_path, "inject_delay_ms": inject_delay_ms}
     cfg.update({k: v for k, v in optional.items() if v is not None})

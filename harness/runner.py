@@ -101,14 +101,16 @@ def tags_of(name, keys):
 
 def wall_entry(entry, plan, dil):
     """A segment entry's times on the wall clock (the one place plan times are dilated): start,
-    shift, period, restart, and its group members' shifts."""
+    shift, period, restart, its group members' shifts and the group's perimeter (the LCM of their
+    periods)."""
     j, sched = entry["job"], plan.by_name
     period_ms = j.beat_ms
     if plan.is_program(j.name):
         period_ms = plan.flow_scheduler["period_s"] * 1000       # a program job's step grid
     return {"start_s": dil.wall(entry["placed_at_s"]), "shift_ms": dil.wall(j.time_shift_ms),
             "period_s": dil.wall(period_ms / 1000), "restart_s": dil.wall(entry["restart_s"]),
-            "group": [{"job": m, "shift_ms": dil.wall(sched[m].time_shift_ms)} for m in j.group or []]}
+            "group": [{"job": m, "shift_ms": dil.wall(sched[m].time_shift_ms)} for m in j.group or []],
+            "perimeter_ms": dil.wall(timing.perimeter([sched[m].beat_ms for m in j.group])) if j.group else None}
 
 
 def telemetry_periods(spec, dil):
@@ -288,7 +290,8 @@ class Session:
             if job.is_program else None
         self.rp.start(job, prof, hosts, w["shift_ms"], self.t_ref, self.run_start, self.index[entry["name"]],
                       entry["job"].alignment, tag=tag, first_slot=first, iteration_base=entry["base"],
-                      group=w["group"] if entry["job"].alignment == "group" else None, program=program,
+                      group=w["group"] if entry["job"].alignment == "group" else None,
+                      group_perimeter_ms=w["perimeter_ms"] if entry["job"].alignment == "group" else None, program=program,
                       replan_path=str(self.replanner.path(job.name)) if program and self.replanner else None)
         self.started[tag] = {"hosts": hosts, "t0": dil.model(self.t_ref - self.run_start), "at": dil.model(now),
                              "first_slot": first}
@@ -464,7 +467,8 @@ def job_metrics(j, iters, m):
         queue_s=m["started"][name]["at"] - j.arrival_s if name in m["started"] else None,
         ecn_marks=marks, ecn_marks_source="receivers (IpExtInCEPkts of the job's hosts)",
         ecn_marks_per_iteration=marks / max(1, len(w0)), time_shift_ms=j.time_shift_ms,
-        alignment=j.alignment, shift_error_ms_p50=float(np.median(err)) if len(err) else None,
+        alignment=j.alignment, padding_ms=j.beat_ms - j.iteration_ms,
+        shift_error_ms_p50=float(np.median(err)) if len(err) else None,
         realignments=realigns, realignments_per_minute=realigns / span_min,
         preemptions=len(segs or [None]) - 1, segments=segs)
     return entry, steady, comm

@@ -37,7 +37,8 @@ TELEMETRY_KEYS = ("period_ms",)
 BACKGROUND_KEYS = ("load",)
 CASSINI_KEYS = {"discretization_deg": 5.0, "candidates": 10, "quantum_ms": 5.0, "max_perimeter_ms": 10000.0,
                 "aggregate": "mean", "exact_max_jobs": 3, "loops": "reject", "align_min_score": 0.9,
-                "common_period": 0.0}
+                "common_period": 0.0, "unequal_periods": "unified"}
+UNEQUAL_PERIODS = ("unified", "free")
 
 
 NAME_RULE = r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}"   # spec and job names: they become file names
@@ -447,6 +448,8 @@ def _cassini(where, raw):
                         "stretch to share the beat of the jobs on its links (0: never)")
     if cassini["loops"] not in ("reject", "joint"):
         raise SpecError(where, "cassini.loops", cassini["loops"], "reject (the paper) | joint")
+    if cassini["unequal_periods"] not in UNEQUAL_PERIODS:
+        raise SpecError(where, "cassini.unequal_periods", cassini["unequal_periods"], " | ".join(UNEQUAL_PERIODS))
     return cassini
 
 

@@ -212,9 +212,15 @@ KEYS = {
                                     "more, greedily.", READERS),
     ("cassini", "loops"): ("reject | joint", "A candidate whose Affinity graph has a loop: rejected (the paper), or "
                            "its looped jobs optimised together.", READERS),
-    ("cassini", "align_min_score"): ("a score in [0, 1]", "Jobs of one period (equal, or joined by "
-                                     "common_period) whose shared links score at least this are aligned; the "
-                                     "others run free.", READERS),
+    ("cassini", "align_min_score"): ("a score in [0, 1]", "Jobs whose shared links score at least this keep "
+                                     "their shifts relative to each other (of any periods with unequal_periods: "
+                                     "unified; of one period otherwise); the others run free.", READERS),
+    ("cassini", "unequal_periods"): ("unified | free", "unified (the paper's unified circle): each job runs on "
+                                     "its iteration rounded up to quantum_ms (the padding, under one quantum, is "
+                                     "reported per job as padding_ms), so jobs of different periods repeat "
+                                     "exactly on the LCM of their periods and keep the shifts scored there; "
+                                     "free: only jobs of one period keep shifts, the others run free on their "
+                                     "own iteration.", READERS),
     ("cassini", "common_period"): ("a fraction in [0, 1]", "Jobs on shared links whose iterations are within this "
                                    "fraction of the longest run on the longest period (0: never). A running job keeps its period, "
                                    "and a newcomer slower than the jobs it joins keeps its own, so a value has no "

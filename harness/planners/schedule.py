@@ -19,7 +19,8 @@ from harness.contract import EventPolicy
 from harness.plan import Plan, PlannedJob, Reshift, Segment
 from harness.routing import compute_routes
 from harness.planners.flowplan import schedule_programs
-from harness.schedulers.policy import EpochPolicy, ScheduleError, assign_timing, groups, placeable_jobs  # noqa: F401 (re-exported)
+from harness.schedulers.policy import EpochPolicy, ScheduleError, assign_timing, groups, placeable_jobs, \
+    unified  # noqa: F401 (re-exported)
 from harness.schedulers.reallocation import reallocating
 from harness.planners.tuner import tune
 from harness.sim.engine import Simulator
@@ -80,7 +81,8 @@ def schedule(spec, routes=None, progress=None):
         out = schedule_programs(spec, routes)
     else:
         out = schedule_epochs(spec, routes, progress)
-    assign_timing(out, spec.policy_class.keeps_spec_shifts, spec.uses_cassini, spec.cassini["align_min_score"])
+    assign_timing(out, spec.policy_class.keeps_spec_shifts, spec.uses_cassini, spec.cassini["align_min_score"],
+                  {j.name: spec.profiles[j.model].comm_span_ms for j in spec.jobs} if unified(spec) else None)
     return out
 
 

@@ -8,7 +8,9 @@ A candidate whose graph has a loop is discarded (the paper) unless every link st
 optimised relative shifts ("consistent", an implementer extension). Candidates are ranked by the
 mean (or min) of their link scores; a candidate without shared links scores 1.0.
 """
+import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from harness.schedulers import affinity, circles, traffic
 from workloads.profiles import stretched
@@ -28,7 +30,12 @@ class Evaluation:
     exact: bool = True
     groups: int = 0
     notes: list = field(default_factory=list)
-    periods: dict = field(default_factory=dict)   # job -> the period it runs on (common_periods)
+    periods: dict = field(default_factory=dict)   # job -> the period it runs on (common or padded)
+
+
+def exact_periods(params):
+    """Are unequal periods scored on their exact LCM (``unequal_periods: unified``)?"""
+    return params.get("unequal_periods", "unified") == "unified"
 
 
 def quantised_period(it_ms, quantum_ms):
@@ -67,7 +74,7 @@ def _optimised(jobs, links, placement, profiles_of, shared, capacity, params, me
     if sol is None:
         sol = circles.optimise([(profiles_of[j].iteration_ms, [shared[l][j] for l in links]) for j in jobs],
                                capacity, params["discretization_deg"], params["quantum_ms"],
-                               params["max_perimeter_ms"], params["exact_max_jobs"])
+                               params["max_perimeter_ms"], params["exact_max_jobs"], exact_periods(params))
         if memo is not None:
             memo[key] = sol
     return sol
@@ -91,14 +98,57 @@ def common_periods(link_jobs, natural, kept, tolerance):
     return out
 
 
+def harmonic(a_ms, b_ms, span_a_ms, span_b_ms):
+    """Can one time-shift keep two periodic jobs' communication apart for good? The offsets between
+    their iteration starts take every value of one class modulo the GCD of their periods, so only
+    if both communication spans fit in that GCD (one period: always, as CASSINI aligns any two jobs
+    of one period)."""
+    if a_ms == b_ms:
+        return True
+    fa, fb = (Fraction(x).limit_denominator(1000) for x in (a_ms, b_ms))
+    g = Fraction(math.gcd(fa.numerator, fb.numerator), math.lcm(fa.denominator, fb.denominator))
+    return float(g) >= span_a_ms + span_b_ms - 1e-9
+
+
+def unified_periods(link_jobs, periods, kept, pad_max_ms, spans):
+    """The periods jobs keep on the unified circle ({job: ms}). Each new job that shares links
+    takes, among its own period and the whole milliseconds above it up to ``pad_max_ms`` more, the
+    one harmonic (``harmonic``) with the most jobs it shares links with that already have a period
+    (running jobs, ``kept``, and longer new jobs, decided first), the least padding among equals:
+    e.g. 58 ms beside 300 ms becomes 60. A job harmonic with none keeps its own period (padding
+    would buy nothing) and runs free of them; so does a job alone, until one joins it."""
+    out = dict(periods)
+    partners = {j: set() for j in periods}
+    for js in link_jobs.values():
+        for j in js:
+            partners[j] |= set(js) - {j}
+    decided = set(kept)
+    for j in sorted((j for j in periods if j not in kept), key=lambda j: (-periods[j], j)):
+        others = [k for k in partners[j] if k in decided]
+        if others:
+            own = periods[j]
+            cands = [own] + [float(c) for c in range(math.ceil(own), math.floor(own + pad_max_ms + 1e-9) + 1) if c > own]
+            out[j] = max(cands, key=lambda c: (sum(harmonic(c, out[k], spans[j], spans[k]) for k in others), -c))
+        decided.add(j)
+    return out
+
+
 def evaluate(placement, profiles_of, routes, capacity, params, initial_shifts=None, kept_periods=None, memo=None):
     """Optimise shifts for one candidate placement (CASSINI Algorithm 2, inner loop), with the jobs
-    on their common periods (``common_periods``; Evaluation.periods); ``memo``: see link_demands."""
+    on their common periods (``common_periods``) and, with ``unequal_periods: unified``, on periods
+    padded to be harmonic with the jobs they share links with (``unified_periods``), scored on the
+    exact LCM of their periods, so that the shifts scored there are the shifts kept
+    (Evaluation.periods); ``memo``: see link_demands."""
     demands = link_demands(placement, profiles_of, routes, memo)
     shared = {l: d for l, d in demands.items() if len(d) > 1}
     link_jobs = {l: sorted(d) for l, d in shared.items()}
-    periods = common_periods(link_jobs, {j: profiles_of[j].iteration_ms for j in placement}, kept_periods or {},
+    kept_periods = kept_periods or {}
+    periods = common_periods(link_jobs, {j: profiles_of[j].iteration_ms for j in placement}, kept_periods,
                              params.get("common_period", 0.0))
+    unified = exact_periods(params)
+    if unified:
+        periods = unified_periods(link_jobs, periods, kept_periods, params["quantum_ms"],
+                                  {j: profiles_of[j].comm_span_ms for j in placement})
     if any(periods[j] != profiles_of[j].iteration_ms for j in placement):
         profiles_of = {j: stretched(profiles_of[j], periods[j]) for j in placement}
         demands = link_demands(placement, profiles_of, routes, memo)
@@ -107,7 +157,10 @@ def evaluate(placement, profiles_of, routes, capacity, params, initial_shifts=No
     for l, js in sorted(link_jobs.items()):
         groups.setdefault(tuple(js), []).append(l)
     q = params["quantum_ms"]
-    period = {j: quantised_period(profiles_of[j].iteration_ms, q) for j in placement}
+    # the period each job's shift is taken modulo: the circle's (its exact period on an unequal one)
+    unequal = {j for js in groups for j in js if len({profiles_of[k].iteration_ms for k in js}) > 1} if unified else ()
+    period = {j: profiles_of[j].iteration_ms if j in unequal else quantised_period(profiles_of[j].iteration_ms, q)
+              for j in placement}
     weights, link_scores, group_jobs = {}, {}, {}
     approx, exact = False, True
     for jobs, links in groups.items():
@@ -161,7 +214,7 @@ def _joint(g, broken, shared, profiles_of, period, capacity, params, shifts, lin
         zero = lambda t: 0.0 * t  # noqa: E731
         sol = circles.optimise([(profiles_of[j].iteration_ms, [shared[l].get(j, zero) for l in links]) for j in jobs],
                                capacity, params["discretization_deg"], params["quantum_ms"],
-                               params["max_perimeter_ms"], params["exact_max_jobs"] + 1)
+                               params["max_perimeter_ms"], params["exact_max_jobs"] + 1, exact_periods(params))
         for l, sc in zip(links, sol.link_scores):
             link_scores[l] = sc
         base = sol.shifts_ms[0]
@@ -182,7 +235,7 @@ def score_placement(placement, profiles_of, routes, capacity, params, shifts, wi
             js = jobs[l] = sorted(d)
             out[l] = circles.score_at([(profiles_of[j].iteration_ms, d[j]) for j in js], capacity,
                                       [shifts.get(j, 0.0) for j in js], params["discretization_deg"],
-                                      params["quantum_ms"], params["max_perimeter_ms"])
+                                      params["quantum_ms"], params["max_perimeter_ms"], exact_periods(params))
     return (out, jobs) if with_jobs else out
 
 

@@ -5,7 +5,11 @@ Implementer decisions (the paper leaves them open; reference notes §1.16):
     (the unified perimeter) exceeds ``max_perimeter_ms`` (default 10 s) the quantum grows through
     QUANTA until it fits, and the result says ``approximate: true``;
   * bw_circle_j(alpha) is the *mean* demand of job j over each angle bin (bytes are conserved);
-    |A| = 360 / discretization_deg bins (default 5 deg -> 72);
+    the discretization applies to the circle of the shortest period on the link: |A| = 360 /
+    discretization_deg bins (default 5 deg -> 72) per shortest period, so a unified circle of several
+    periods keeps the same time step (at most MAX_BINS bins);
+  * the exhaustive search stops at EXACT_MAX_CELLS combinations x bins x links (memory): beyond,
+    the descent below;
   * the search fixes the first job's rotation at 0 (only relative rotations matter) and is exact
     (vectorised exhaustive) up to ``exact_max_jobs`` jobs; beyond, coordinate descent from a greedy
     start (tested against the exact search on small cases);
@@ -18,11 +22,28 @@ from functools import reduce
 
 import numpy as np
 
+from agents.timing import perimeter
+
 QUANTA = (5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
+MAX_BINS = 4096
+EXACT_MAX_CELLS = 30_000_000   # float64 cells: 240 MB at most
 
 
-def unified_perimeter(iter_ms, quantum_ms=5.0, max_perimeter_ms=10000.0):
-    """(perimeter_ms, quantised iteration times, quantum used, approximate?)"""
+def bins_for(perimeter_ms, periods_ms, discretization_deg):
+    """Angle bins of a unified circle: ``360 / discretization_deg`` per shortest period."""
+    per = int(round(360.0 / discretization_deg))
+    return int(min(MAX_BINS, max(per, round(per * perimeter_ms / min(periods_ms)))))
+
+
+def unified_perimeter(iter_ms, quantum_ms=5.0, max_perimeter_ms=10000.0, exact=False):
+    """(perimeter_ms, quantised iteration times, quantum used, approximate?). With ``exact`` and
+    periods that differ, their own LCM (to a thousandth of a ms) when it is at most
+    ``max_perimeter_ms`` (quantum 0: nothing rounded; jobs on CASSINI's unified circle run on
+    exactly these periods)."""
+    if exact and len(set(iter_ms)) > 1:
+        p = perimeter(iter_ms)
+        if p <= max_perimeter_ms:
+            return p, list(iter_ms), 0.0, False
     quanta = [q for q in QUANTA if q >= quantum_ms] or [quantum_ms]
     if quantum_ms not in quanta:
         quanta = [quantum_ms] + quanta
@@ -111,15 +132,16 @@ def _descent(n, k_max, stacks, rolled, capacity, coord_scores, total_score):
 
 
 def optimise(jobs, capacity, discretization_deg=5.0, quantum_ms=5.0, max_perimeter_ms=10000.0,
-             exact_max_jobs=3):
+             exact_max_jobs=3, exact_periods=False):
     """Per-link optimisation for one link, or several links carrying the same jobs.
 
     jobs: list of (iteration_ms, [demand_fn per link]) where demand_fn(t_ms) gives the job's
-    demand on that link at time t within its iteration. Returns a LinkSolution.
+    demand on that link at time t within its iteration; ``exact_periods``: see unified_perimeter.
+    Returns a LinkSolution.
     """
-    bins = int(round(360.0 / discretization_deg))
     iters = [j[0] for j in jobs]
-    p, iq, _q, approx = unified_perimeter(iters, quantum_ms, max_perimeter_ms)
+    p, iq, _q, approx = unified_perimeter(iters, quantum_ms, max_perimeter_ms, exact_periods)
+    bins = bins_for(p, iq, discretization_deg)
     n_links = len(jobs[0][1])
     # circles[j][l] : (bins,)
     circles = [[bw_circle(fn, iq[j], p, bins) for fn in jobs[j][1]] for j in range(len(jobs))]
@@ -137,7 +159,7 @@ def optimise(jobs, capacity, discretization_deg=5.0, quantum_ms=5.0, max_perimet
         return score_of(rest[None] + rolled[j], capacity).mean(axis=-1)
 
     n = len(jobs)
-    exact = n <= exact_max_jobs
+    exact = n <= exact_max_jobs and math.prod(k_max[1:]) * bins * n_links <= EXACT_MAX_CELLS
     if n == 1:
         ks = [0]
     elif exact:
@@ -160,13 +182,14 @@ def optimise(jobs, capacity, discretization_deg=5.0, quantum_ms=5.0, max_perimet
     return LinkSolution(ks, shifts, iq, float(np.mean(link_scores)), link_scores, p, bins, approx, exact or n == 1)
 
 
-def score_at(jobs, capacity, shifts_ms, discretization_deg=5.0, quantum_ms=5.0, max_perimeter_ms=10000.0):
+def score_at(jobs, capacity, shifts_ms, discretization_deg=5.0, quantum_ms=5.0, max_perimeter_ms=10000.0,
+             exact_periods=False):
     """Score of one link when each job runs with a given time-shift (no optimisation).
 
     jobs: list of (iteration_ms, demand_fn); shifts_ms: one per job.
     """
-    bins = int(round(360.0 / discretization_deg))
-    p, iq, _q, _approx = unified_perimeter([j[0] for j in jobs], quantum_ms, max_perimeter_ms)
+    p, iq, _q, _approx = unified_perimeter([j[0] for j in jobs], quantum_ms, max_perimeter_ms, exact_periods)
+    bins = bins_for(p, iq, discretization_deg)
     total = np.zeros(bins)
     for (it, fn), period, shift in zip(jobs, iq, shifts_ms):
         total += bw_circle(lambda t, fn=fn, s=shift, per=period: fn(np.mod(t - s, per)), period, p, bins)

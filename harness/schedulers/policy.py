@@ -4,6 +4,7 @@ for the simulator's events), which waiting jobs fit (``placeable_jobs``) and whi
 shifts together (``groups``). The planner (harness.planners.schedule) and the simulator
 (harness.sim.engine) both build on this module; it imports neither.
 """
+import itertools
 from dataclasses import dataclass, field
 
 from harness.schedulers import cassini, placement as placement_mod
@@ -26,20 +27,22 @@ def _links_json(link_jobs, link_scores):
     return [{"id": l, "jobs": link_jobs[l], "score": round(link_scores[l], 4)} for l in sorted(link_jobs)]
 
 
-def groups(names, epochs, min_score=0.0):
+def groups(names, epochs, min_score=0.0, alignable=None):
     """Jobs (``names``) that share a link at any of ``epochs`` (each with its scored ``links``), joined
     transitively: {job: set of jobs in its group}.
 
     Only links whose compatibility score is at least ``min_score`` join jobs: CASSINI's shifts are
     worth keeping only where the jobs can interleave; on an incompatible link (two RoBERTa, Up 82 %
-    of the time) holding each other to the shift only adds pauses (measured on snapshot 4)."""
-    links = [link["jobs"] for e in epochs for link in e["links"] if link.get("score", 1.0) >= min_score]
+    of the time) holding each other to the shift only adds pauses (measured on snapshot 4).
+    ``alignable`` (unified_alignable): a link joins its jobs only if it says they can keep shifts."""
+    links = [link["jobs"] for e in epochs for link in e["links"] if link.get("score", 1.0) >= min_score
+             and (alignable is None or alignable(link["jobs"]))]
     return {name: set(members) for name, members in components(list(names), links).items()}
 
 
 def alignment(keeps_spec_shifts, uses_cassini, members):
-    """The alignment decision (agents.timing.ALIGNMENTS) of a job whose group of same-period
-    jobs sharing links with it is ``members`` (itself included): CASSINI's jobs and the jobs of a
+    """The alignment decision (agents.timing.ALIGNMENTS) of a job whose group of jobs sharing links
+    with it is ``members`` (itself included; aligned_members): CASSINI's jobs and the jobs of a
     policy that keeps the spec's shifts (``fixed``) keep their shifts relative to such a group; such
     a job alone keeps its own grid; every other job runs free."""
     if len(members) > 1 and (uses_cassini or keeps_spec_shifts):
@@ -52,19 +55,36 @@ def aligns(keeps_spec_shifts, uses_cassini):
     return uses_cassini or keeps_spec_shifts
 
 
-def same_period_group(name, grp, iteration_ms):
-    """The members of ``grp[name]`` with ``name``'s period (``iteration_ms``: {job: the period it
-    runs on}), sorted."""
-    return sorted(m for m in grp.get(name, {name}) if iteration_ms[m] == iteration_ms[name])
+def unified(spec):
+    """Do jobs of different periods keep shifts together (CASSINI with ``unequal_periods: unified``)?"""
+    return spec.uses_cassini and cassini.exact_periods(spec.cassini)
 
 
-def assign_timing(plan, keeps_spec_shifts, uses_cassini, min_score):
+def unified_alignable(period, span):
+    """For ``groups``: a link's jobs keep their shifts together when every two of them are
+    harmonic (cassini.harmonic) on the periods they run on (``period``, ``span``: their
+    communication spans, {job: ms})."""
+    return lambda jobs: all(cassini.harmonic(period[a], period[b], span[a], span[b])
+                            for a, b in itertools.combinations(jobs, 2))
+
+
+def aligned_members(name, grp, period, unified_=False):
+    """The members of ``grp[name]`` that ``name`` keeps its shift with, sorted (``period``: {job: the
+    period it runs on}): those of its period or, on the unified circle (``unified_``: groups were
+    joined by unified_alignable links), all of them."""
+    return sorted(m for m in grp.get(name, {name}) if unified_ or period[m] == period[name])
+
+
+def assign_timing(plan, keeps_spec_shifts, uses_cassini, min_score, spans=None):
     """Each planned job's ``alignment`` and ``group`` (the sorted members it aligns with, or None),
-    from the links the plan's epochs recorded (in place)."""
-    grp = groups([j.name for j in plan.jobs], plan.epochs, min_score) if aligns(keeps_spec_shifts, uses_cassini) else {}
+    from the links the plan's epochs recorded (in place); ``spans`` ({job: communication span ms}):
+    on the unified circle (unified), else None."""
     it = {j.name: j.beat_ms for j in plan.jobs}
+    ok = unified_alignable(it, spans) if spans is not None else None
+    grp = groups([j.name for j in plan.jobs], plan.epochs, min_score, ok) \
+        if aligns(keeps_spec_shifts, uses_cassini) else {}
     for j in plan.jobs:
-        members = same_period_group(j.name, grp, it)
+        members = aligned_members(j.name, grp, it, spans is not None)
         j.alignment = alignment(keeps_spec_shifts, uses_cassini, members)
         j.group = members if j.alignment == "group" else None
 

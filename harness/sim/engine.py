@@ -28,7 +28,7 @@ from harness.routing import path_delays, routes_for
 from harness.schedulers import affinity
 from harness.contract import EventPolicy
 from harness.schedulers.netsens import DEFAULTS as NETSENS_DEFAULTS
-from harness.schedulers.policy import BasePolicy, aligns, alignment, groups, same_period_group
+from harness.schedulers.policy import BasePolicy, aligned_members, aligns, alignment, groups, unified, unified_alignable
 from harness.schedulers.reallocation import reallocating
 from harness.sim import calibration, meanfield
 from harness.schedulers.traffic import link_loads
@@ -102,8 +102,10 @@ class Simulator:
         self._cap_arr, self._warm = np.array(list(self.capacity.values()), dtype=float), {}
         self.fluid_runs = self.meanfield_runs = 0
         self.alignment = {}            # job -> its alignment (agents.timing), as the plan has it
+        self.period_of = {}            # job -> the period it keeps (CASSINI's common or padded period)
         self.shifts = {}               # job -> its time-shift (ms) at the last event while it ran
         self.align_min = spec.cassini.get("align_min_score", 0.9)
+        self.unified = unified(spec)     # jobs of different periods keep shifts on their unified circle
         # iterations are work at the requested count (reallocation); else a job runs its iterations
         # on whatever count it is given (pollux's counts: the earlier model, kept)
         self.work_scales = getattr(self.policy, "work_scales", False)
@@ -161,10 +163,12 @@ class Simulator:
             comps.setdefault(n if self.spec.policy_class.alone else joined[n][0], []).append(n)
         live = [{**l, "jobs": [n for n in l["jobs"] if n in running]} for l in epoch_links]
         keeps, cassini = self.spec.policy_class.keeps_spec_shifts, self.spec.uses_cassini
-        grp = groups(running, [{"links": live}], self.align_min) \
-            if aligns(keeps, cassini) else {}
         period = {n: self._period(r) for n, r in running.items()}
-        same = {n: same_period_group(n, grp, period) for n in running}
+        self.period_of.update(period)
+        ok = unified_alignable(period, {n: self.spec.profiles[r.job.model].comm_span_ms for n, r in running.items()}) \
+            if self.unified else None
+        grp = groups(running, [{"links": live}], self.align_min, ok) if aligns(keeps, cassini) else {}
+        same = {n: aligned_members(n, grp, period, self.unified) for n in running}
         mode = {n: alignment(keeps, cassini, same[n]) for n in running}
         gid = {n: same[n][0] if mode[n] == "group" else None for n in running}
         for n, m in mode.items():       # as the plan has it: group if it ever aligned with a group
@@ -323,6 +327,8 @@ class Simulator:
                 ecn_marks_source="estimated (fluid queue model, harness.sim)",
                 ecn_marks_per_iteration=a.marks / max(1.0, a.iterations), time_shift_ms=self.shifts.get(j.name, 0.0),
                 alignment=self.alignment.get(j.name), realignments=a.realign,
+                realignments_per_minute=a.realign / (a.iterations * mean / 60_000) if a.iterations and mean else None,
+                padding_ms=self.period_of.get(j.name, prof.iteration_ms) - prof.iteration_ms,
                 preemptions=len(segments[j.name]) - 1, segments=segments[j.name])
         vals, wts = (np.concatenate(all_it), np.concatenate(all_w)) if all_it else (np.array([]), np.array([]))
         slow = np.concatenate(all_slow) if all_slow else np.array([])

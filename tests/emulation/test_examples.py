@@ -38,3 +38,19 @@ def test_an_example_runs_emulated_as_planned(example, tmp_path):
     emu_ms, sim_ms = s["totals"]["iteration_ms_mean"], sim["totals"]["iteration_ms_mean"]
     assert abs(emu_ms / sim_ms - 1) <= VALIDATION_TOLERANCE, \
         f"run {out}: mean iteration {emu_ms:.1f} ms emulated, {sim_ms:.1f} simulated"
+
+
+def test_jobs_of_unequal_periods_hold_their_shifts_on_the_unified_circle(tmp_path):
+    """examples/unequal-periods.yaml (190 and 285 ms on one uplink): both jobs are planned as one
+    group across their periods, run as planned, and held on the unified circle their communication
+    stays within 7 % of the profiles' (five runs, results/cassini-testbed "Unequal periods": 3-5 %
+    held, 9-22 % under Themis, which never shifts them)."""
+    spec = EXAMPLES / "unequal-periods.yaml"
+    s, out = run_kept(spec, tmp_path / "run", timeout=600)
+    plan = json.loads((out / "schedule.json").read_text())
+    assert [j["alignment"] for j in plan["jobs"]] == ["group", "group"], f"run {out}"
+    span = {j: s["jobs"][j]["comm_ms_profile"] for j in s["jobs"]}
+    its = {j: s["jobs"][j]["iterations"] for j in s["jobs"]}
+    profile = sum(span[j] * its[j] for j in its) / sum(its.values())
+    assert s["totals"]["comm_ms_mean"] <= 1.07 * profile, \
+        f"run {out}: communication {s['totals']['comm_ms_mean']:.1f} ms, the profiles' {profile:.1f}"

@@ -37,7 +37,7 @@ def test_40_and_60_ms_jobs_on_a_120_ms_unified_circle():
     t = np.arange(0, 120, 0.25)
     d = j1[1][0](t - sol.shifts_ms[0]) + j2[1][0](t - sol.shifts_ms[1])
     assert d.max() <= 50
-    assert 0 <= sol.shifts_ms[1] < 60 and sol.rotations[1] < 72 / 2     # Eq. 4: within 2*pi / r_j
+    assert 0 <= sol.shifts_ms[1] < 60 and sol.rotations[1] < sol.bins / 2     # Eq. 4: within 2*pi / r_j
 
 
 def test_quantum_grows_when_lcm_exceeds_cap():

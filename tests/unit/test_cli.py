@@ -66,3 +66,14 @@ def test_doctor_json_is_one_document():
     assert p.returncode == 0
     doc = json.loads(p.stdout)
     assert {"datapath", "ecn_marker", "congestion_control"} <= set(doc["backends"])
+
+
+def test_an_emulated_set_refuses_a_scheduler_that_runs_jobs_alone(tmp_path, monkeypatch, capsys):
+    """``ideal`` exists only in the simulator; an emulated set asking for it stops before any run
+    (without this it ran as its base placement on a shared fabric under the name ``ideal``)."""
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    ran = []
+    monkeypatch.setattr("harness.sets.execute", lambda *a, **k: ran.append(1))
+    rc = cli.main(["reproduce", str(ROOT / "experiments" / "sets" / "cassini-sim.yaml"), "--out", str(tmp_path / "o")])
+    assert rc == 2 and not ran
+    assert "runs[0].schedulers: 'ideal' is not allowed" in capsys.readouterr().err
