@@ -42,15 +42,12 @@ def test_an_example_runs_emulated_as_planned(example, tmp_path):
 
 def test_jobs_of_unequal_periods_hold_their_shifts_on_the_unified_circle(tmp_path):
     """examples/unequal-periods.yaml (190 and 285 ms on one uplink): both jobs are planned as one
-    group across their periods, run as planned, and held on the unified circle their communication
-    stays within 7 % of the profiles' (five runs, results/cassini-testbed "Unequal periods": 3-5 %
-    held, 9-22 % under Themis, which never shifts them)."""
+    group across their periods, run as planned, and held on the unified circle they rarely collide:
+    fewer than 100 ECN marks. Measured alone: 12-69 marks in 11 runs held on the circle, 130-303 in
+    5 runs with the same plan and shifts running free (results/cassini-testbed, "Unequal periods")."""
     spec = EXAMPLES / "unequal-periods.yaml"
     s, out = run_kept(spec, tmp_path / "run", timeout=600)
     plan = json.loads((out / "schedule.json").read_text())
     assert [j["alignment"] for j in plan["jobs"]] == ["group", "group"], f"run {out}"
-    span = {j: s["jobs"][j]["comm_ms_profile"] for j in s["jobs"]}
-    its = {j: s["jobs"][j]["iterations"] for j in s["jobs"]}
-    profile = sum(span[j] * its[j] for j in its) / sum(its.values())
-    assert s["totals"]["comm_ms_mean"] <= 1.07 * profile, \
-        f"run {out}: communication {s['totals']['comm_ms_mean']:.1f} ms, the profiles' {profile:.1f}"
+    assert all(s["jobs"][j["name"]]["iterations"] == j["iterations"] for j in plan["jobs"]), f"run {out}"
+    assert s["totals"]["ecn_marks"] < 100, f"run {out}: {s['totals']['ecn_marks']} ECN marks"
