@@ -14,6 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.plan import Plan  # noqa: E402
 from harness.sets import emit_bench  # noqa: E402
 
 # CASSINI (NSDI'24) Table 2, "Compatibility score" column, snapshots 1-5
@@ -23,7 +24,7 @@ PAPER_SCORE = {1: 1.0, 2: 1.0, 3: 0.9, 4: 0.8, 5: 0.6}
 def schedule(spec, scheduler):
     p = subprocess.run([sys.executable, "-m", "harness.cli", "schedule", str(spec), "--scheduler", scheduler, "--json"],
                        cwd=ROOT, capture_output=True, text=True, check=True)
-    return json.loads(p.stdout)
+    return Plan.from_dict(json.loads(p.stdout))
 
 
 def score(plan):
