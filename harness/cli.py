@@ -142,12 +142,18 @@ def render_schedule(out):
     """The plan (a harness.plan.Plan) as ``interleave schedule`` prints it."""
     lines = [f"scheduler {out.scheduler} on {out.topology['name']} "
              f"({out.topology['hosts']} hosts), {len(out.jobs)} jobs, {len(out.epochs)} epoch(s)"]
-    lines.append(f"{'job':10s} {'model':14s} {'placed':>8s} {'align':>6s} {'shift ms':>9s} {'iter ms':>8s}  hosts")
+    lines.append(f"{'job':10s} {'model':14s} {'placed':>8s} {'align':>6s} {'shift ms':>9s} {'period ms':>10s}  hosts")
     for j in out.jobs:
-        # a job that runs free starts when it is ready: no shift is applied, whatever the plan computed
-        shift = "-" if j.alignment == "free" else f"{j.time_shift_ms:.1f}"
+        # a job that runs free starts its first iteration at its shift and nothing holds it there
+        # afterwards: the shift in parentheses (none at 0)
+        if j.alignment == "free":
+            shift = f"({j.time_shift_ms:.1f})" if j.time_shift_ms else "-"
+        else:
+            shift = f"{j.time_shift_ms:.1f}"
+        pad = j.beat_ms - j.iteration_ms      # CASSINI's common or unified-circle period
+        period = f"{j.beat_ms:.1f}" + (f" (+{pad:.1f})" if pad > 1e-9 else "")
         lines.append(f"{j.name:10s} {j.model:14s} {j.placed_at_s:8.1f} {j.alignment:>6s} {shift:>9s} "
-                     f"{j.iteration_ms:8.1f}  {' '.join(j.hosts)}")
+                     f"{period:>10s}  {' '.join(j.hosts)}")
     for e in out.epochs:
         shared = e["links"]
         worst = min((l["score"] for l in shared), default=1.0)

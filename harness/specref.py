@@ -203,8 +203,10 @@ KEYS = {
     ("cassini", "discretization_deg"): ("a divisor of 360", "Angle of one bin of the unified circle.", READERS),
     ("cassini", "candidates"): ("a whole number >= 1", "Placements asked of the base scheduler and scored "
                                 "(Algorithm 2).", READERS),
-    ("cassini", "quantum_ms"): ("ms > 0", "Iteration times are rounded to it before the circle's perimeter (their "
-                                "LCM) is taken.", READERS),
+    ("cassini", "quantum_ms"): ("ms > 0", "Iteration times of one period are rounded to it before the circle's "
+                                "perimeter is taken (unequal ones too with unequal_periods: free, or when "
+                                "their exact LCM exceeds max_perimeter_ms); with unified, the most a new job "
+                                "pads its period.", READERS),
     ("cassini", "max_perimeter_ms"): ("ms > 0", "The longest perimeter; beyond it the quantum grows and the epoch "
                                       "says `approximate`.", READERS),
     ("cassini", "aggregate"): ("mean | min", "How a candidate's link scores combine: the mean, or the worst link.", READERS),
@@ -215,12 +217,12 @@ KEYS = {
     ("cassini", "align_min_score"): ("a score in [0, 1]", "Jobs whose shared links score at least this keep "
                                      "their shifts relative to each other (of any periods with unequal_periods: "
                                      "unified; of one period otherwise); the others run free.", READERS),
-    ("cassini", "unequal_periods"): ("unified | free", "unified (the paper's unified circle): each job runs on "
-                                     "its iteration rounded up to quantum_ms (the padding, under one quantum, is "
-                                     "reported per job as padding_ms), so jobs of different periods repeat "
-                                     "exactly on the LCM of their periods and keep the shifts scored there; "
-                                     "free: only jobs of one period keep shifts, the others run free on their "
-                                     "own iteration.", READERS),
+    ("cassini", "unequal_periods"): ("unified | free", "unified (the paper's unified circle): jobs of "
+                                     "different periods sharing links keep their shifts together when their "
+                                     "communication fits in the GCD of their periods, a new job padding its "
+                                     "period by at most quantum_ms (whole ms) to get there (padding_ms per job); "
+                                     "free: only jobs of one period keep shifts (docs/schedulers.md, unequal "
+                                     "periods).", READERS),
     ("cassini", "common_period"): ("a fraction in [0, 1]", "Jobs on shared links whose iterations are within this "
                                    "fraction of the longest run on the longest period (0: never). A running job keeps its period, "
                                    "and a newcomer slower than the jobs it joins keeps its own, so a value has no "

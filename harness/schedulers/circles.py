@@ -39,11 +39,13 @@ def unified_perimeter(iter_ms, quantum_ms=5.0, max_perimeter_ms=10000.0, exact=F
     """(perimeter_ms, quantised iteration times, quantum used, approximate?). With ``exact`` and
     periods that differ, their own LCM (to a thousandth of a ms) when it is at most
     ``max_perimeter_ms`` (quantum 0: nothing rounded; jobs on CASSINI's unified circle run on
-    exactly these periods)."""
+    exactly these periods); beyond it, rounded as without ``exact`` and always approximate."""
     if exact and len(set(iter_ms)) > 1:
         p = perimeter(iter_ms)
         if p <= max_perimeter_ms:
             return p, list(iter_ms), 0.0, False
+        p, iq, q, _approx = unified_perimeter(iter_ms, quantum_ms, max_perimeter_ms)
+        return p, iq, q, True           # the jobs do not run on the rounded periods scored
     quanta = [q for q in QUANTA if q >= quantum_ms] or [quantum_ms]
     if quantum_ms not in quanta:
         quanta = [quantum_ms] + quanta

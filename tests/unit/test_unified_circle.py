@@ -109,3 +109,16 @@ def test_free_keeps_only_jobs_of_one_period_together():
     plan = schedule(spec)
     assert [j.alignment for j in plan.jobs] == ["free", "free"]
     assert json.loads(json.dumps(plan.params))["unequal_periods"] == "free"
+
+
+def test_the_schedule_table_shows_the_period_kept_and_a_free_jobs_first_shift():
+    from harness.cli import render_schedule
+    rows = {r.split()[0]: r for r in render_schedule(schedule(spec_mod.load(ROOT / "experiments" / "snapshot1.yaml")))
+            .splitlines()[2:4]}
+    assert "260.0 (+5.0)" in rows["vgg16"] and "group" in rows["vgg16"]     # 255 ms padded to WideResNet's 260
+    spec = spec_mod.load(EXAMPLE)
+    spec.cassini["unequal_periods"] = "free"
+    plan = schedule(spec)
+    b = next(j for j in plan.jobs if j.name == "b")
+    assert b.alignment == "free" and b.time_shift_ms > 0
+    assert f"({b.time_shift_ms:.1f})" in render_schedule(plan)               # where it starts; nothing holds it
