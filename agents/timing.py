@@ -46,13 +46,22 @@ def wrap(offset, period):
     return d - period * (d > period / 2)
 
 
+def _fractions(periods):
+    return [Fraction(p).limit_denominator(1000) for p in periods]
+
+
 def perimeter(periods):
     """The least common multiple of ``periods`` (numbers of any unit, taken to a thousandth): where
     the members of a group repeat their relative pattern (a group of one period: that period)."""
-    fr = [Fraction(p).limit_denominator(1000) for p in periods]
-    num = math.lcm(*(f.numerator for f in fr))
-    den = math.gcd(*(f.denominator for f in fr))
-    return float(Fraction(num, den))
+    fr = _fractions(periods)
+    return float(Fraction(math.lcm(*(f.numerator for f in fr)), math.gcd(*(f.denominator for f in fr))))
+
+
+def common_divisor(periods):
+    """The greatest common divisor of ``periods`` (taken to a thousandth): the offsets between the
+    iteration starts of jobs of these periods take every value of one class modulo it."""
+    fr = _fractions(periods)
+    return float(Fraction(math.gcd(*(f.numerator for f in fr)), math.lcm(*(f.denominator for f in fr))))
 
 
 def grid_lag(start, t0, slot, period):

@@ -19,9 +19,7 @@ links with. This tool measures, in the simulator (no root):
 """
 import argparse
 import itertools
-import math
 import sys
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -30,23 +28,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import interleave  # noqa: E402
+from agents.timing import common_divisor  # noqa: E402
+from harness.schedulers.cassini import padded_periods  # noqa: E402
 from harness.sets import emit_bench  # noqa: E402
 
 TRACES = ["fig11-load80", "fig11-load90", "fig11-load100", "fig13", "fig14"]
 PADS = (0, 5, 30)
 
 
-def gcd_ms(a, b):
-    fa, fb = Fraction(a).limit_denominator(1000), Fraction(b).limit_denominator(1000)
-    return float(Fraction(math.gcd(fa.numerator, fb.numerator), math.lcm(fa.denominator, fb.denominator)))
-
-
-def periods_within(it, pad):
-    return [it] + [float(c) for c in range(math.ceil(it), math.floor(it + pad) + 1) if c > it]
-
-
 def best_gcd(a, b, pad):
-    return max(gcd_ms(x, y) for x in periods_within(a, pad) for y in periods_within(b, pad))
+    return max(common_divisor([x, y]) for x in padded_periods(a, pad) for y in padded_periods(b, pad))
 
 
 def pairs_of(trace, seed):

@@ -10,8 +10,8 @@ mean (or min) of their link scores; a candidate without shared links scores 1.0.
 """
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 
+from agents.timing import common_divisor
 from harness.schedulers import affinity, circles, traffic
 from workloads.profiles import stretched
 
@@ -103,11 +103,14 @@ def harmonic(a_ms, b_ms, span_a_ms, span_b_ms):
     their iteration starts take every value of one class modulo the GCD of their periods, so only
     if both communication spans fit in that GCD (one period: always, as CASSINI aligns any two jobs
     of one period)."""
-    if a_ms == b_ms:
-        return True
-    fa, fb = (Fraction(x).limit_denominator(1000) for x in (a_ms, b_ms))
-    g = Fraction(math.gcd(fa.numerator, fb.numerator), math.lcm(fa.denominator, fb.denominator))
-    return float(g) >= span_a_ms + span_b_ms - 1e-9
+    return a_ms == b_ms or common_divisor([a_ms, b_ms]) >= span_a_ms + span_b_ms - 1e-9
+
+
+def padded_periods(own_ms, pad_max_ms):
+    """The periods a job may keep on the unified circle: its own and the whole ms above it, up to
+    ``pad_max_ms`` more."""
+    return [own_ms] + [float(c) for c in range(math.ceil(own_ms), math.floor(own_ms + pad_max_ms + 1e-9) + 1)
+                       if c > own_ms]
 
 
 def unified_periods(link_jobs, periods, kept, pad_max_ms, spans):
@@ -126,9 +129,8 @@ def unified_periods(link_jobs, periods, kept, pad_max_ms, spans):
     for j in sorted((j for j in periods if j not in kept), key=lambda j: (-periods[j], j)):
         others = [k for k in partners[j] if k in decided]
         if others:
-            own = periods[j]
-            cands = [own] + [float(c) for c in range(math.ceil(own), math.floor(own + pad_max_ms + 1e-9) + 1) if c > own]
-            out[j] = max(cands, key=lambda c: (sum(harmonic(c, out[k], spans[j], spans[k]) for k in others), -c))
+            out[j] = max(padded_periods(periods[j], pad_max_ms),
+                         key=lambda c: (sum(harmonic(c, out[k], spans[j], spans[k]) for k in others), -c))
         decided.add(j)
     return out
 
