@@ -233,9 +233,7 @@ def cmd_run(args):
     check_out(args.out, "dir")
     spec = spec_mod.load(args.spec, scheduler=args.scheduler)
     warn_unread(spec)
-    if spec.policy_class.alone:
-        raise BadValue("scheduler", spec.scheduler, f"not in the emulator: {spec.base} runs every job alone, which "
-                       "only the simulator can do on a shared fabric; use interleave simulate", where=args.spec)
+    refuse_alone(spec, "scheduler", spec.scheduler, "interleave simulate", args.spec)
     label = spec.scheduler + (f"-{spec.flow_scheduler}" if spec.has_programs else "")
     out = Path(args.out) if args.out else Path("results") / f"{spec.name}-{label.replace('+', '-')}"
     if out.exists() and not args.force:
@@ -268,6 +266,13 @@ def cmd_report(args):
     return 0
 
 
+def refuse_alone(spec, key, value, instead, where):
+    """A scheduler that runs every job alone (``ideal``) has no emulated run: one line, exit 2."""
+    if spec.policy_class.alone:
+        raise BadValue(key, value, f"not in the emulator: {spec.base} runs every job alone, which only the "
+                       f"simulator can do on a shared fabric; use {instead}", where=where)
+
+
 def cmd_reproduce(args):
     from pathlib import Path
 
@@ -288,9 +293,7 @@ def cmd_reproduce(args):
     if not args.simulate and not args.report_only:
         for i, r in enumerate(st["runs"]):
             for s in r["schedulers"]:
-                if sets.run_spec(r, s, 0).policy_class.alone:
-                    raise BadValue(f"runs[{i}].schedulers", s, "not in the emulator: it runs every job alone, which "
-                                   "only the simulator can do on a shared fabric; use --simulate", where=args.set)
+                refuse_alone(sets.run_spec(r, s, 0), f"runs[{i}].schedulers", s, "--simulate", args.set)
     failed = []
     if not args.report_only and on_dask:
         failed = sweep.execute(st, out, sets.run_dir, sets.simulated_run if args.simulate else sweep.emulated_run, log,
