@@ -9,7 +9,11 @@ Per job (``JOB``): iteration times (``iteration_ms_*``; for pipeline and tensor-
 consumer's step time, with ``iteration_ms_meaning`` saying so), communication time per iteration
 (``comm_ms_*``: first phase start to last phase end, what CASSINI's Table 2 compares; ``_profile``:
 alone), ``jct_s`` from arrival, ``queue_s``
-from arrival to placement (emulated: to the launch of its agents), ECN marks and their source, the job's timing (``time_shift_ms``, ``alignment``,
+from arrival to placement (emulated: to the launch of its agents; after a preemption, the time back in
+the queue too), ``locality_wait_s`` the part of it the policy waited while a placement was free
+(netsens waiting for a rack or a pod; simulator), ``restart_paid_s`` the checkpoint restores it
+waited through, ``slowdown`` its mean iteration over its profile's (what its placement and sharing
+cost it), ECN marks and their source, the job's timing (``time_shift_ms``, ``alignment``,
 ``padding_ms``: how much longer than its profile's iteration the period it keeps is, CASSINI's common
 or unified-circle period,
 how far its communication started from where its shift put it, re-alignments), preemptions and
@@ -30,7 +34,7 @@ WHOLE = "int"
 JOB = {"model": AS_IS, "hosts": AS_IS, "iterations": WHOLE,
        "iteration_ms_mean": 2, "iteration_ms_p99": 2, "iteration_ms_profile": 2, "fastest_iteration_ms": 2,
        "comm_ms_mean": 2, "comm_ms_profile": 2,
-       "jct_s": 3, "queue_s": 3,
+       "jct_s": 3, "queue_s": 3, "locality_wait_s": 3, "restart_paid_s": 3, "slowdown": 4,
        "ecn_marks": WHOLE, "ecn_marks_source": AS_IS, "ecn_marks_per_iteration": 3,
        "time_shift_ms": 3, "alignment": AS_IS, "padding_ms": 2, "shift_error_ms_p50": 2,
        "realignments": WHOLE, "realignments_per_minute": 2,
@@ -40,7 +44,7 @@ PROGRAM_JOB = {"iteration_ms_meaning": AS_IS, "ect_ms_mean": 2, "coflow_ms": 2, 
                "pacing_error_ms_p50": 2, "pacing_error_rel_p50": 4}
 TOTALS = {"iteration_ms_mean": 2, "iteration_ms_p99": 2, "comm_ms_mean": 2, "ecn_marks": WHOLE,
           "slowdown_mean": 4, "slowdown_p99": 4, "jct_s_mean": 3, "makespan_s": 3, "queue_s_mean": 3,
-          "communication_overhead_s": 3, "preemptions": WHOLE, "restarts": WHOLE, "restart_gpu_s": 1,
+          "locality_wait_s_mean": 3, "restart_paid_s_mean": 3, "communication_overhead_s": 3, "preemptions": WHOLE, "restarts": WHOLE, "restart_gpu_s": 1,
           "ect_ms_mean": 2}
 REPLAN = {"every_steps": WHOLE, "window_steps": WHOLE, "plans": WHOLE, "rule": AS_IS, "cpu_ms_mean": 3,
           "cpu_ms_max": 3, "wall_ms_mean": 3, "cpu_ms_total": 3, "agents_loaded_min": WHOLE}

@@ -53,7 +53,8 @@ from harness.errors import UsageError
 
 METRICS = ("iteration_ms_mean", "iteration_ms_p99", "comm_ms_mean", "slowdown_mean", "slowdown_p99", "ecn_marks",
            "jct_s_mean", "makespan_s", "communication_overhead_s", "ect_ms_mean")
-COUNTS = ("preemptions", "restarts", "restart_gpu_s")     # averaged per scheduler, never a ratio
+COUNTS = ("preemptions", "restarts", "restart_gpu_s", "queue_s_mean", "locality_wait_s_mean",
+          "restart_paid_s_mean")     # averaged per scheduler, never a ratio
 
 
 SET_KEYS = ("name", "repeats", "runs", "floors")
@@ -442,6 +443,17 @@ def markdown(st, table, floors=None, absent=None):
                   "| spec | scheduler | preemptions | restarts | GPU-time held restarting |", "| --- | --- | --- | --- | --- |"]
         lines += [f"| {name} | {s} | {fmt(row, 'preemptions', '', 1)} | {fmt(row, 'restarts', '', 1)} | "
                   f"{fmt(row, 'restart_gpu_s', ' GPU-s', 0)} |" for name, s, row in pre]
+    waits = [(name, s, row) for name, e in table.items() for s, row in e["schedulers"].items()
+             if row.get("locality_wait_s_mean") is not None]
+    if waits:
+        lines += ["", "## Where a job's time went (means over jobs, then over kept repeats)", "",
+                  "Queued: arrival to placement; of it, waiting for locality: while a placement was free. "
+                  "Restarts: checkpoint restores waited through. Slowdown: mean iteration over the profile's.", "",
+                  "| spec | scheduler | queued | waiting for locality | restarts | slowdown mean |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {name} | {s} | {fmt(row, 'queue_s_mean', ' s', 1)} | {fmt(row, 'locality_wait_s_mean', ' s', 1)} | "
+                  f"{fmt(row, 'restart_paid_s_mean', ' s', 1)} | {fmt(row, 'slowdown_mean', '', 3)} |"
+                  for name, s, row in waits]
     tuned = [(name, s, row["tuning"]) for name, e in table.items() for s, row in e["schedulers"].items()
              if row.get("tuning")]
     if tuned:

@@ -244,14 +244,17 @@ KEYS = {
                                "unset: once, at placement. Simulator only.", READERS),
     ("pollux", "restart_s"): ("s >= 0 (with interval_s)", "What a moved job pays to restart. Simulator only.", READERS),
 
-    ("netsens", "timers"): ("auto, or {high|medium|low: [rack_s, pod_s]}", "How long a job of each sensitivity "
-                            "class waits for a rack, then a pod, before it takes any hosts; `auto`: tuned in the "
-                            "simulator.", READERS),
+    ("netsens", "timers"): ("adaptive | auto | {high|medium|low: [rack_s, pod_s]}", "How long a job waits for a "
+                            "rack, then a pod, before it takes looser hosts. `adaptive`: while the time a tighter "
+                            "level saves it exceeds the expected wait for that level (see schedulers.md); a "
+                            "mapping: fixed seconds per sensitivity class (unnamed classes: high 60/60, medium "
+                            "15/15, low 0/0); `auto`: fixed timers tuned in the simulator.", READERS),
     ("netsens", "thresholds"): ("[medium, high], 1 <= medium <= high", "Slowdown across pods at which a job is "
                                 "medium, high sensitive.", READERS),
     ("netsens", "expected_background"): ("a fraction in [0, 1)", "The background load sensitivity is judged at when "
                                          "the spec has none.", READERS),
-    ("netsens", "preemption"): ("true | false", "A high-sensitivity job may take a rack from low ones.", READERS),
+    ("netsens", "preemption"): ("true | false", "A high-sensitivity job may take a rack from low ones (adaptive: "
+                                "when its expected wait for a rack exceeds the restarts it causes).", READERS),
     ("netsens", "restart_s"): ("s >= 0", "What a preempted job pays when it restarts.", READERS),
     ("netsens", "min_run_s"): ("s >= 0", "A job runs at least this long before it may be preempted.", READERS),
     ("netsens", "max_preemptions"): ("a whole number >= 0", "The most times one job is preempted.", READERS),

@@ -13,16 +13,18 @@ from the profile with the fluid model's rule for a job alone (``modelled_sensiti
 built-ins' classes are listed in workloads/sensitivity.yaml.
 
 ``netsens`` (delay scheduling, Zaharia et al. EuroSys'10, over locality levels): queue in arrival
-order, later jobs may go when an earlier one waits. A job accepts only its best feasible level
-(0 if it fits in a rack, else 1, else 2) until its timer for that level expires, then the next one.
-Timers per class, ``timers: {high: [rack_s, pod_s], medium: [...], low: [...]}``; low-sensitivity
-jobs never wait: they fill partly used racks (one rack if one fits, else within one pod, most
+order, later jobs may go when an earlier one waits. How long a job holds out for its best level (0
+if it fits in a rack, else 1, else 2): ``timers: adaptive`` (default) while the time the tighter
+level saves it exceeds the expected wait for it (harness.schedulers.patience); fixed timers per
+class, ``timers: {high: [rack_s, pod_s], medium: [...], low: [...]}``, accept only the best
+feasible level until its timer expires, then the next one. Low-sensitivity jobs never wait: they fill partly used racks (one rack if one fits, else within one pod, most
 fragmented racks first) and take a whole free rack only when nothing else fits, leaving whole
 racks to sensitive jobs. (A first version spread them anywhere over the most fragmented racks:
 in the simulator at 256 hosts that made large link-sharing components and cost 16 % mean JCT
 against consolidation.) ``timers: auto`` lets harness.planners.tuner choose them in the simulator.
-Preemption: a ``high`` job whose rack timer expired takes a rack whose free hosts plus the hosts of
-``low`` jobs there are enough; those jobs go back to the queue (progress kept, ``restart_s`` paid
+Preemption: a ``high`` job whose rack timer expired (adaptive: that waits for a rack, expected longer
+than ``restart_s`` per job it would preempt) takes a rack whose free hosts plus the hosts of ``low``
+jobs there are enough; those jobs go back to the queue (progress kept, ``restart_s`` paid
 when they restart); a job is preempted at most ``max_preemptions`` times and only after running
 ``min_run_s``.
 
@@ -31,15 +33,18 @@ at the best level free now, in the fewest racks; never waits, never preempts.
 """
 from harness.contract import EventPolicy
 from harness.registry import register_scheduler
+from harness.schedulers.patience import Patience
 from harness.schedulers.policy import Decision
 from workloads.profiles import builtins
 from workloads.sensitivity import emulated_at
 
-DEFAULTS = {"timers": {"high": [60.0, 60.0], "medium": [15.0, 15.0], "low": [0.0, 0.0]},
+FIXED_TIMERS = {"high": [60.0, 60.0], "medium": [15.0, 15.0], "low": [0.0, 0.0]}
+DEFAULTS = {"timers": "adaptive",
             "thresholds": [1.15, 1.25], "expected_background": 0.5, "preemption": True,
             "restart_s": 30.0, "min_run_s": 120.0, "max_preemptions": 2, "objective": "jct_mean",
             "tune_seed": None, "sensitivity": "emulated"}
 SOURCES = ("emulated", "modelled")
+TIMER_MODES = ("adaptive", "auto")
 CLASSES = ("high", "medium", "low")
 OBJECTIVES = ("jct_mean", "makespan")
 
@@ -55,10 +60,10 @@ def validate(where, raw, error):
             raise error(where, f"netsens.{k}", v, "unknown key; allowed: " + ", ".join(DEFAULTS))
         cfg[k] = v
     t = cfg["timers"]
-    if t != "auto":
+    if t not in TIMER_MODES:
         if not isinstance(t, dict) or set(t) - set(CLASSES):
-            raise error(where, "netsens.timers", t, "auto, or {high|medium|low: [rack_s, pod_s]}")
-        merged = dict(DEFAULTS["timers"])
+            raise error(where, "netsens.timers", t, "adaptive | auto | {high|medium|low: [rack_s, pod_s]}")
+        merged = dict(FIXED_TIMERS)
         for c, v in t.items():
             if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) and
                                                                not isinstance(x, bool) and x >= 0 for x in v)):
@@ -212,6 +217,10 @@ class ConsolidatePolicy(EventPolicy):
                 used |= set(hosts)
         return Decision(place=place, epoch={"t_s": round(t, 3), "placed": sorted(place)} if place else None)
 
+    def job_accounting(self, name):
+        """It never waits while a placement is free."""
+        return {"locality_wait_s": 0.0}
+
 
 @register_scheduler("netsens")
 class NetsensPolicy(EventPolicy):
@@ -231,6 +240,17 @@ class NetsensPolicy(EventPolicy):
         self.sens = {j.name: sensitivity(spec.profiles[j.model], bg, self.cfg["sensitivity"]) for j in spec.jobs}
         self.cls = {n: classify(s, self.cfg["thresholds"]) for n, s in self.sens.items()}
         self.started, self.preempted = {}, {}
+        self.jobs = {j.name: j for j in spec.jobs}
+        self.patience = Patience(self.layout, lambda n, lvl: 1.0 if lvl == 0 else self.sens[n],
+                                 lambda n, its: its * spec.profiles[self.jobs[n].model].iteration_ms / 1000)
+        self.declined = {}           # job -> when it first declined a placement it could have had
+        self.locality_wait = {}      # job -> seconds waited while a placement was free (per job, summary)
+        self._mark = {}              # job -> the last event at which it declined one
+        self._remaining = None
+
+    @property
+    def adaptive(self):
+        return self.timers == "adaptive"
 
     def _allowed(self, c, wait, lvl_min):
         lvl, budget = lvl_min, wait
@@ -246,13 +266,65 @@ class NetsensPolicy(EventPolicy):
             t += timers[lvl]
             yield t
 
+    def _fragments(self, n, free, lvl_min):
+        """A low job's hosts: partly used racks (then pods) first, whole racks left free; or None."""
+        for lvl in range(lvl_min, 2):
+            hosts = self.layout.pick(n, free, lvl, fragments_first=True, avoid_whole=True)
+            if hosts:
+                return hosts
+        return None
+
+    def _timed(self, t, w, c, lvl_min, free, running):
+        """Fixed timers: (hosts or None, preempt the victims?, wake_at or None)."""
+        n = w.job.workers
+        allowed = self._allowed(c, t - w.since, lvl_min)
+        hosts = self._fragments(n, free, lvl_min) if c == "low" else None
+        for lvl in range(lvl_min, allowed + 1):
+            hosts = hosts or self.layout.pick(n, free, lvl)
+        if hosts:
+            return hosts, False, None
+        preempt = c == "high" and lvl_min == 0 and allowed >= 1 and self.cfg["preemption"]
+        return None, preempt, next((e for e in self._expiry(c, w.since, lvl_min) if e > t + 1e-9), None)
+
+    def _adaptive(self, t, w, c, lvl_min, free, running):
+        """Adaptive waiting (harness.schedulers.patience): (hosts or None, preempt?, wake_at or None)."""
+        j, n = w.job, w.job.workers
+        if c == "low":
+            hosts = self._fragments(n, free, lvl_min)
+            if hosts:
+                return hosts, False, None
+        now_level, hosts = None, None
+        for lvl in range(lvl_min, 3):
+            hosts = self.layout.pick(n, free, lvl)
+            if hosts:
+                now_level = lvl
+                break
+        if c == "low" or now_level == lvl_min:
+            return hosts, False, None
+        iterations = getattr(w, "remaining", j.iterations)
+        target = self.patience.target(t, j.name, iterations, n, now_level, lvl_min, free, running)
+        if target is None:
+            return hosts, False, None
+        level, saving = target
+        since = self.declined.setdefault(j.name, t) if now_level is not None else t
+        if now_level is not None and t - since >= saving - 1e-9:
+            return hosts, False, None            # its patience is spent: the saving would be gone
+        wait = self.patience.expected_wait(t, n, level, free, running)
+        preempt = (c == "high" and level == 0 and self.cfg["preemption"] and wait > self.cfg["restart_s"])
+        return None, preempt, (since + saving if now_level is not None else None)
+
     def decide(self, t, waiting, running):
+        if self._remaining is not None:
+            self.patience.observe(t, self._remaining)
+            self._remaining = None
         used = {h for hs in running.values() for h in hs}
         free = [h for h in self.spec.topology.hosts if h not in used]
         place, preempt, wake = {}, [], None
         running = dict(running)
         for w in waiting:
             j = w.job
+            if j.name in self._mark:
+                self.locality_wait[j.name] = self.locality_wait.get(j.name, 0.0) + t - self._mark.pop(j.name)
             c = self.cls[j.name]
             if j.hosts:
                 if not (set(j.hosts) & used):
@@ -261,32 +333,32 @@ class NetsensPolicy(EventPolicy):
                     continue
             else:
                 lvl_min = self.layout.min_level(j.workers)
-                allowed = self._allowed(c, t - w.since, lvl_min)
-                hosts = None
-                if c == "low":      # fills partly used racks (then pods) at once: whole racks stay free
-                    for lvl in range(lvl_min, 2):
-                        hosts = hosts or self.layout.pick(j.workers, free, lvl, fragments_first=True,
-                                                          avoid_whole=True)
-                for lvl in range(lvl_min, allowed + 1):
-                    if hosts:
-                        break
-                    hosts = self.layout.pick(j.workers, free, lvl)
-                if hosts is None and c == "high" and lvl_min == 0 and allowed >= 1 and self.cfg["preemption"]:
+                rule = self._adaptive if self.adaptive else self._timed
+                hosts, try_preempt, w_at = rule(t, w, c, lvl_min, free, running)
+                if hosts is None and try_preempt:
                     hosts, victims = self._preempt(t, j.workers, free, running)
-                    if hosts:
+                    if hosts and (not self.adaptive or self.patience.expected_wait(
+                            t, j.workers, 0, free, running) > self.cfg["restart_s"] * len(victims)):
                         preempt += victims
                         for v in victims:
                             vh = running.pop(v)
+                            self.patience.forget(v)
                             used -= set(vh)
                             free += vh
+                    else:
+                        hosts = None
                 if hosts is None:
-                    for e in self._expiry(c, w.since, lvl_min):
-                        if e > t + 1e-9:
-                            wake = e if wake is None else min(wake, e)
-                            break
+                    if w_at is not None and w_at > t + 1e-9:
+                        wake = w_at if wake is None else min(wake, w_at)
+                    if self.layout.consolidated(j.workers, free):
+                        self._mark[j.name] = t
                     continue
             place[j.name] = list(hosts)
             self.started[j.name] = t
+            self.declined.pop(j.name, None)
+            level = self.layout.level(hosts)
+            self.patience.placed(j.name, t, getattr(w, "remaining", j.iterations), level,
+                                 self.cfg["restart_s"] if getattr(w, "preemptions", 0) else 0.0)
             free = [h for h in free if h not in hosts]
             used |= set(hosts)
             running[j.name] = list(hosts)
@@ -297,6 +369,18 @@ class NetsensPolicy(EventPolicy):
             epoch = {"t_s": round(t, 3), "placed": sorted(place), "preempted": sorted(preempt),
                      "levels": {n: self.layout.level(h) for n, h in place.items()}}
         return Decision(place=place, preempt=preempt, wake_at=wake, epoch=epoch)
+
+    def forget(self, name):
+        self.patience.forget(name)
+
+    def observe(self, remaining):
+        """The simulator's iterations left per running job, before each decision (patience learns
+        each level's slowdown from them)."""
+        self._remaining = remaining
+
+    def job_accounting(self, name):
+        """What the simulator adds to the job's summary: seconds it waited while a placement was free."""
+        return {"locality_wait_s": self.locality_wait.get(name, 0.0)}
 
     def _preempt(self, t, n, free, running):
         """A rack where free hosts + hosts of preemptible low jobs >= n: (hosts, victims) or (None, [])."""

@@ -304,6 +304,7 @@ class Simulator:
         spec = self.spec
         self.iteration_times = {}       # {job: (modelled iteration ms, iterations run at each)}
         jobs, all_it, all_w, all_slow, overhead = {}, [], [], [], []
+        acct = getattr(self.policy, "job_accounting", lambda name: {})
         for j in spec.jobs:
             a = acc.get(j.name)
             prof = spec.profiles[j.model]
@@ -329,6 +330,9 @@ class Simulator:
                 alignment=self.alignment.get(j.name), realignments=a.realign,
                 realignments_per_minute=a.realign / (a.iterations * mean / 60_000) if a.iterations and mean else None,
                 padding_ms=self.period_of.get(j.name, prof.iteration_ms) - prof.iteration_ms,
+                locality_wait_s=acct(j.name).get("locality_wait_s"),
+                restart_paid_s=metrics.restart_cost(segments[j.name], 1.0)[0] * self.restart_s,
+                slowdown=mean / prof.iteration_ms if mean else None,
                 preemptions=len(segments[j.name]) - 1, segments=segments[j.name])
         vals, wts = (np.concatenate(all_it), np.concatenate(all_w)) if all_it else (np.array([]), np.array([]))
         slow = np.concatenate(all_slow) if all_slow else np.array([])
@@ -344,6 +348,9 @@ class Simulator:
             slowdown_mean=metrics.mean(slow, wts if len(slow) else None),
             slowdown_p99=metrics.percentile(slow, 99, wts), makespan_s=end, jct_s_mean=metrics.mean(jct),
             queue_s_mean=metrics.mean([v["queue_s"] for v in jobs.values()]),
+            locality_wait_s_mean=metrics.mean([v["locality_wait_s"] for v in jobs.values()
+                                               if v["locality_wait_s"] is not None]),
+            restart_paid_s_mean=metrics.mean([v["restart_paid_s"] for v in jobs.values()]),
             communication_overhead_s=metrics.communication_overhead_s(overhead),
             preemptions=sum(v["preemptions"] for v in jobs.values()),
             restarts=sum(r for r, _g in restarts), restart_gpu_s=sum(g for _r, g in restarts))

@@ -1,4 +1,5 @@
-"""harness.netcost: pairing a row at background b with its background-0 twin, the ratios, the CLI."""
+"""harness.netcost: pairing a row at background b with its background-0 twin and with the rows of other
+netsens settings, the ratios, the CLI."""
 import json
 from pathlib import Path
 
@@ -21,6 +22,8 @@ runs:
      set: {{trace: {TRACE}, netsens: {{timers: auto}}}}}}
   - {{spec: {SPEC}, label: other-bg0.75, background: 0.75, schedulers: [consolidate, netsens],
      set: {{trace: {{kind: poisson, jobs: 20, load: 0.9, workers: {{2: 1}}}}}}}}
+  - {{spec: {SPEC}, label: t-bg0.75-oracle, background: 0.75, schedulers: [netsens],
+     set: {{trace: {TRACE}, netsens: {{timers: auto}}}}}}
 """)
     return p
 
@@ -41,7 +44,8 @@ def test_pairs_each_row_with_its_background_zero_twin_by_repeat(tmp_path):
             put(out, row, "consolidate", k, cb)
             put(out, row, "netsens", k, nb)
     rows = {r["row"]: r for r in netcost.table(st, out)}
-    assert set(rows) == {"t-bg0.75", "t-bg0.75-tuned"}      # "other" has another trace: no twin at 0
+    assert set(rows) == {"t-bg0", "t-bg0.75", "t-bg0.75-tuned", "other-bg0.75"}
+    assert rows["other-bg0.75"]["cost"] is None and rows["t-bg0"]["cost"] is None   # no twin at 0; at 0
     r = rows["t-bg0.75"]
     assert r["zero_row"] == "t-bg0" and rows["t-bg0.75-tuned"]["zero_row"] == "t-bg0"
     assert r["cost"]["jct_s_mean"] == pytest.approx((1.5 + 1.3) / 2)      # per-repeat ratios, averaged
@@ -49,6 +53,27 @@ def test_pairs_each_row_with_its_background_zero_twin_by_repeat(tmp_path):
     assert r["cost"]["pairs"] == 2
     md = netcost.markdown(st, list(rows.values()))
     assert "| t-bg0.75 | 0.75 | 2 | 1.40 [" in md
+    assert "| other-bg0.75 | 0.75 | 2 | - | - |" in md
+
+
+def test_rows_of_other_settings_pair_with_their_traces_consolidate_and_defaults(tmp_path):
+    st, out = sets.load_set(set_file(tmp_path)), tmp_path / "out"
+    for k, (cb, nb, ob) in enumerate([(150.0, 120.0, 100.0), (260.0, 200.0, 250.0)]):
+        put(out, "t-bg0.75", "consolidate", k, cb)
+        put(out, "t-bg0.75", "netsens", k, nb)
+        put(out, "t-bg0.75-oracle", "netsens", k, ob)
+        put(out, "other-bg0.75", "consolidate", k, cb)
+        put(out, "other-bg0.75", "netsens", k, cb * 1.2)        # mean JCT worse, makespan level
+    rows = {r["row"]: r for r in netcost.table(st, out)}
+    t = rows["t-bg0.75"]["twins"]["t-bg0.75-oracle"]
+    assert t["gain"]["jct_s_mean"] == pytest.approx((1.5 + 260 / 250) / 2)
+    assert t["default_over"]["jct_s_mean"] == pytest.approx((1.2 + 0.8) / 2)
+    assert rows["other-bg0.75"]["twins"] == {}                 # another trace: not its twin
+    md = netcost.markdown(st, list(rows.values()))
+    assert "| t-bg0.75-oracle | t-bg0.75 | 1.27 [" in md
+    other = next(line for line in md.splitlines() if line.startswith("| other-bg0.75 |"))
+    assert other.count("**worse**") == 1
+    assert [line for line in md.splitlines() if line.startswith("|") and "**worse**" in line] == [other]
 
 
 def test_a_run_the_fidelity_guard_excluded_is_left_out_of_the_pairs(tmp_path):
@@ -65,4 +90,4 @@ def test_a_run_the_fidelity_guard_excluded_is_left_out_of_the_pairs(tmp_path):
 def test_cli_without_results_says_so_in_one_line(tmp_path, capsys):
     assert netcost.main([str(set_file(tmp_path)), "--out", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("netcost: ") and "background-0 twin" in err[0]
+    assert len(err) == 1 and err[0].startswith("netcost: ") and "both consolidate and netsens" in err[0]
