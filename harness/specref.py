@@ -261,6 +261,10 @@ KEYS = {
     ("netsens", "objective"): (" | ".join(netsens.OBJECTIVES), "What `timers: auto` minimises.", READERS),
     ("netsens", "tune_seed"): ("a whole number >= 0, or unset", "The seed of the trace `timers: auto` tunes on; "
                                "unset: the spec's own trace.", READERS),
+    ("netsens", "low_fill"): (" | ".join(netsens.LOW_FILLS), "Where a low-sensitivity job goes first: the fullest "
+                              "partly used rack that fits it (`rack`), or also the most fragmented racks of a pod "
+                              "(`pod`: keeps racks whole for sensitive jobs, breaks up pods larger jobs need); "
+                              "else where consolidation would put it.", READERS),
     ("netsens", "sensitivity"): (" | ".join(netsens.SOURCES), "A job's sensitivity: measured in emulation for the "
                                  "built-ins, or computed from its profile.", READERS),
     ("tiresias", "queue_limits"): ("increasing GPU-seconds > 0", "Attained service at which a job drops to the next "

@@ -19,10 +19,12 @@ level saves it exceeds the expected wait for it (harness.schedulers.patience); f
 class, ``timers: {high: [rack_s, pod_s], medium: [...], low: [...]}``, accept only the best
 feasible level until its timer expires, then the next one. Low-sensitivity jobs never wait: a
 job that fits in a partly used rack takes the fullest such rack, leaving whole racks to sensitive
-jobs; otherwise it is placed as consolidation places it. (Spreading them over the most fragmented
-racks anywhere made large link-sharing components at 256 hosts and cost 16 % mean JCT against
-consolidation; over the most fragmented racks of a pod, it broke up the pods that jobs larger than
-a rack need: 2 % longer makespan on a trace with 15 % of such jobs at background 0.25.) ``timers: auto`` lets harness.planners.tuner choose them in the simulator.
+jobs; otherwise it is placed as consolidation places it. ``low_fill: pod`` also spreads it over
+the most fragmented racks of a pod before it would take a whole rack: that keeps racks whole where
+small insensitive jobs would otherwise leave a host free in every rack (experiments/netsens-small.
+yaml), and breaks up the pods that jobs larger than a rack need (2 % longer makespan than
+consolidation on a trace with 15 % of such jobs at background 0.25). (Spreading them over the most
+fragmented racks anywhere made large link-sharing components at 256 hosts: 16 % longer mean JCT.) ``timers: auto`` lets harness.planners.tuner choose them in the simulator.
 Preemption: a ``high`` job whose rack timer expired (adaptive: that waits for a rack, expected longer
 than ``restart_s`` per job it would preempt) takes a rack whose free hosts plus the hosts of ``low``
 jobs there are enough; those jobs go back to the queue (progress kept, ``restart_s`` paid
@@ -43,9 +45,10 @@ FIXED_TIMERS = {"high": [60.0, 60.0], "medium": [15.0, 15.0], "low": [0.0, 0.0]}
 DEFAULTS = {"timers": "adaptive",
             "thresholds": [1.15, 1.25], "expected_background": 0.5, "preemption": True,
             "restart_s": 30.0, "min_run_s": 120.0, "max_preemptions": 2, "objective": "jct_mean",
-            "tune_seed": None, "sensitivity": "emulated"}
+            "tune_seed": None, "sensitivity": "emulated", "low_fill": "rack"}
 SOURCES = ("emulated", "modelled")
 TIMER_MODES = ("adaptive", "auto")
+LOW_FILLS = ("rack", "pod")
 CLASSES = ("high", "medium", "low")
 OBJECTIVES = ("jct_mean", "makespan")
 
@@ -89,6 +92,8 @@ def validate(where, raw, error):
         raise error(where, "netsens.tune_seed", ts, "a seed (whole number >= 0): the tuner's trace; unset: the spec's own")
     if cfg["sensitivity"] not in SOURCES:
         raise error(where, "netsens.sensitivity", cfg["sensitivity"], " | ".join(SOURCES))
+    if cfg["low_fill"] not in LOW_FILLS:
+        raise error(where, "netsens.low_fill", cfg["low_fill"], " | ".join(LOW_FILLS))
     if cfg["objective"] not in OBJECTIVES:
         raise error(where, "netsens.objective", cfg["objective"], " | ".join(OBJECTIVES))
     return cfg
@@ -268,8 +273,15 @@ class NetsensPolicy(EventPolicy):
             yield t
 
     def _fragments(self, n, free, lvl_min):
-        """A low job's hosts in the fullest partly used rack that fits it, or None."""
-        return self.layout.pick(n, free, 0, avoid_whole=True) if lvl_min == 0 else None
+        """A low job's hosts in partly used racks, or None: the fullest such rack that fits it
+        (``low_fill: rack``), or also the most fragmented racks of the fullest pod that fits it
+        (``low_fill: pod``)."""
+        top = 1 if self.cfg["low_fill"] == "rack" else 2
+        for lvl in range(lvl_min, top):
+            hosts = self.layout.pick(n, free, lvl, fragments_first=True, avoid_whole=True)
+            if hosts:
+                return hosts
+        return None
 
     def _timed(self, t, w, c, lvl_min, free, running):
         """Fixed timers: (hosts or None, preempt the victims?, wake_at or None)."""

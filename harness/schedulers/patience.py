@@ -26,7 +26,7 @@ class Patience:
         self.modelled = modelled     # (job, level) -> modelled slowdown at that level
         self.work_s = work_s         # (job, iterations) -> seconds of work at slowdown 1
         self.ends = {}               # running job -> predicted end (s)
-        self.seen = {}               # running job -> (level, t, iterations left, running from)
+        self.seen = {}               # running job -> (level, iterations left, running from)
         self.observed = [[0.0, 0.0] for _ in range(3)]   # per level: [seconds run, seconds modelled]
 
     def factor(self, level):
@@ -39,7 +39,7 @@ class Patience:
 
     def placed(self, name, t, iterations, level, restart_s=0.0):
         self.ends[name] = t + restart_s + self.work_s(name, iterations) * self.slowdown(name, level)
-        self.seen[name] = (level, t, iterations, t + restart_s)
+        self.seen[name] = (level, iterations, t + restart_s)
 
     def observe(self, t, remaining):
         """The running jobs' iterations left at ``t``: each one's progress since it was last seen
@@ -47,12 +47,12 @@ class Patience:
         for name, left in remaining.items():
             if name not in self.seen:
                 continue
-            level, _t0, before, start = self.seen[name]
+            level, before, start = self.seen[name]
             done = before - left
             if done > 1e-9 and t > start:
                 self.observed[level][0] += t - start
                 self.observed[level][1] += self.work_s(name, done) * self.modelled(name, level)
-                self.seen[name] = (level, t, left, t)
+                self.seen[name] = (level, left, t)
 
     def forget(self, name):
         self.ends.pop(name, None)

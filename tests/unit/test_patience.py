@@ -85,3 +85,17 @@ def test_fixed_timers_stay_selectable():
     cfg = {"timers": {"high": [0, 0]}, "preemption": False}
     out = simulate_spec(spec_with(cluster(100), background={"load": 0.5}, netsens=cfg))
     assert out["jobs"]["sens"]["queue_s"] == 0.0             # a zero timer never waits
+
+
+def test_low_jobs_fill_racks_or_pods_as_low_fill_says():
+    # netsens-small: eight 2-worker DLRM jobs (low) on racks of 3, then RoBERTa and VGG19 (3 each)
+    from pathlib import Path
+    small = Path(__file__).resolve().parents[2] / "experiments/netsens-small.yaml"
+    lay = None
+    for fill, level in (("pod", 0), ("rack", 2)):
+        spec = spec_mod.load(small, overrides={"netsens": {"low_fill": fill}})
+        lay = lay or netsens.Layout(spec.topology)
+        out = simulate_spec(spec)
+        assert lay.level(out["jobs"]["roberta"]["hosts"]) == level, fill
+    with pytest.raises(spec_mod.SpecError, match="netsens.low_fill"):
+        spec_with([{"name": "a", "model": "vgg19", "workers": 2}], netsens={"low_fill": "any"})
