@@ -24,7 +24,8 @@ the most fragmented racks of a pod before it would take a whole rack: that keeps
 small insensitive jobs would otherwise leave a host free in every rack (experiments/netsens-small.
 yaml), and breaks up the pods that jobs larger than a rack need (2 % longer makespan than
 consolidation on a trace with 15 % of such jobs at background 0.25). (Spreading them over the most
-fragmented racks anywhere made large link-sharing components at 256 hosts: 16 % longer mean JCT.) ``timers: auto`` lets harness.planners.tuner choose them in the simulator.
+fragmented racks anywhere made large link-sharing components at 256 hosts: 16 % longer mean JCT.)
+``timers: auto`` lets harness.planners.tuner choose fixed timers in the simulator.
 Preemption: a ``high`` job whose rack timer expired (adaptive: that waits for a rack, expected longer
 than ``restart_s`` per job it would preempt) takes a rack whose free hosts plus the hosts of ``low``
 jobs there are enough; those jobs go back to the queue (progress kept, ``restart_s`` paid
@@ -34,6 +35,8 @@ when they restart); a job is preempted at most ``max_preemptions`` times and onl
 ``consolidate`` (Tiresias-like "consolidate if possible"): arrival order, each job placed at once
 at the best level free now, in the fewest racks; never waits, never preempts.
 """
+import math
+
 from harness.contract import EventPolicy
 from harness.registry import register_scheduler
 from harness.schedulers.patience import Patience
@@ -284,24 +287,27 @@ class NetsensPolicy(EventPolicy):
         return None
 
     def _timed(self, t, w, c, lvl_min, free, running):
-        """Fixed timers: (hosts or None, preempt the victims?, wake_at or None)."""
+        """Fixed timers: (hosts or None, preemption budget, wake_at or None). The budget: None, no
+        preemption; else the seconds of waiting a preemption must save per restart it causes
+        (fixed timers: any)."""
         n = w.job.workers
         allowed = self._allowed(c, t - w.since, lvl_min)
         hosts = self._fragments(n, free, lvl_min) if c == "low" else None
         for lvl in range(lvl_min, allowed + 1):
             hosts = hosts or self.layout.pick(n, free, lvl)
         if hosts:
-            return hosts, False, None
-        preempt = c == "high" and lvl_min == 0 and allowed >= 1 and self.cfg["preemption"]
-        return None, preempt, next((e for e in self._expiry(c, w.since, lvl_min) if e > t + 1e-9), None)
+            return hosts, None, None
+        budget = math.inf if c == "high" and lvl_min == 0 and allowed >= 1 and self.cfg["preemption"] else None
+        return None, budget, next((e for e in self._expiry(c, w.since, lvl_min) if e > t + 1e-9), None)
 
     def _adaptive(self, t, w, c, lvl_min, free, running):
-        """Adaptive waiting (harness.schedulers.patience): (hosts or None, preempt?, wake_at or None)."""
+        """Adaptive waiting (harness.schedulers.patience): as ``_timed``; the budget of a high job
+        waiting for a rack is its expected wait for one."""
         j, n = w.job, w.job.workers
         if c == "low":
             hosts = self._fragments(n, free, lvl_min)
             if hosts:
-                return hosts, False, None
+                return hosts, None, None
         now_level, hosts = None, None
         for lvl in range(lvl_min, 3):
             hosts = self.layout.pick(n, free, lvl)
@@ -309,18 +315,17 @@ class NetsensPolicy(EventPolicy):
                 now_level = lvl
                 break
         if c == "low" or now_level == lvl_min:
-            return hosts, False, None
+            return hosts, None, None
         iterations = getattr(w, "remaining", j.iterations)
         target = self.patience.target(t, j.name, iterations, n, now_level, lvl_min, free, running)
         if target is None:
-            return hosts, False, None
-        level, saving = target
+            return hosts, None, None
+        level, saving, wait = target
         since = self.declined.setdefault(j.name, t) if now_level is not None else t
         if now_level is not None and t - since >= saving - 1e-9:
-            return hosts, False, None            # its patience is spent: the saving would be gone
-        wait = self.patience.expected_wait(t, n, level, free, running)
-        preempt = (c == "high" and level == 0 and self.cfg["preemption"] and wait > self.cfg["restart_s"])
-        return None, preempt, (since + saving if now_level is not None else None)
+            return hosts, None, None            # its patience is spent: the saving would be gone
+        budget = wait if c == "high" and level == 0 and self.cfg["preemption"] else None
+        return None, budget, (since + saving if now_level is not None else None)
 
     def decide(self, t, waiting, running):
         if self._remaining is not None:
@@ -343,11 +348,10 @@ class NetsensPolicy(EventPolicy):
             else:
                 lvl_min = self.layout.min_level(j.workers)
                 rule = self._adaptive if self.adaptive else self._timed
-                hosts, try_preempt, w_at = rule(t, w, c, lvl_min, free, running)
-                if hosts is None and try_preempt:
+                hosts, budget, w_at = rule(t, w, c, lvl_min, free, running)
+                if hosts is None and budget is not None:
                     hosts, victims = self._preempt(t, j.workers, free, running)
-                    if hosts and (not self.adaptive or self.patience.expected_wait(
-                            t, j.workers, 0, free, running) > self.cfg["restart_s"] * len(victims)):
+                    if hosts and budget > self.cfg["restart_s"] * len(victims):
                         preempt += victims
                         for v in victims:
                             vh = running.pop(v)

@@ -80,8 +80,8 @@ class Patience:
         return rack if level == 0 else self.layout.pod_of[rack]
 
     def target(self, t, name, iterations, n, now_level, lvl_min, free, running):
-        """The tighter level worth waiting for, as (level, saving_s), or None to go at ``now_level``.
-        ``now_level`` None: nothing fits now (the job waits whatever this says)."""
+        """The tighter level worth waiting for, as (level, saving_s, expected wait_s), or None to go
+        at ``now_level``. ``now_level`` None: nothing fits now (the job waits whatever this says)."""
         best = None
         top = 2 if now_level is None else now_level
         s_now = self.slowdown(name, top)
@@ -90,7 +90,7 @@ class Patience:
             saving = work * (s_now - self.slowdown(name, lvl))
             if saving <= 0:
                 continue
-            net = saving - self.expected_wait(t, n, lvl, free, running)
-            if net > 0 and (best is None or net > best[2]):
-                best = (lvl, saving, net)
-        return None if best is None else best[:2]
+            wait = self.expected_wait(t, n, lvl, free, running)
+            if saving > wait and (best is None or saving - wait > best[1] - best[2]):
+                best = (lvl, saving, wait)
+        return best

@@ -331,7 +331,7 @@ class Simulator:
                 realignments_per_minute=a.realign / (a.iterations * mean / 60_000) if a.iterations and mean else None,
                 padding_ms=self.period_of.get(j.name, prof.iteration_ms) - prof.iteration_ms,
                 locality_wait_s=acct(j.name).get("locality_wait_s"),
-                restart_paid_s=metrics.restart_cost(segments[j.name], 1.0)[0] * self.restart_s,
+                restart_paid_s=(len(segments[j.name]) - 1) * self.restart_s,
                 slowdown=mean / prof.iteration_ms if mean else None,
                 preemptions=len(segments[j.name]) - 1, segments=segments[j.name])
         vals, wts = (np.concatenate(all_it), np.concatenate(all_w)) if all_it else (np.array([]), np.array([]))
