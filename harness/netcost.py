@@ -9,7 +9,11 @@ consolidation's mean JCT and makespan at b over those at 0 is what the network c
 that never looks at it (at 0 no placement is slowed; consolidation decides the same way at any
 background). Rows of the same trace and background that run only netsens, with other settings
 (``-fixed``, ``-oracle``), are paired with that row: their gain over its consolidate runs, and the
-defaults' times over theirs. A ratio's interval is over the per-repeat ratios (harness.sets.ratio_row).
+defaults' times over theirs. A row tuned by ``timers: auto`` (the tuner's grid on each repeat's own
+trace: the best setting per seed) also yields the best single setting for the whole row, found
+afterwards: the grid's candidate with the lowest objective averaged over the row's repeats, and the
+defaults' objective over that candidate's, per repeat. A ratio's interval is over the per-repeat
+ratios (harness.sets.ratio_row).
 
     python -m harness.netcost experiments/sets/netsens-regimes.yaml --out results/netsens-regimes \\
         --publish results/netsens/README.md
@@ -33,12 +37,34 @@ def _runs(out, r, scheduler):
     return sets.summaries(out, r["name"], scheduler, r["repeats"])
 
 
+def best_fixed(default_runs, tuned_runs):
+    """The tuner's single best candidate over a row's repeats, from the grids its ``timers: auto``
+    runs tried: {"timers", "objective", "default_over": {objective metric: mean of per-repeat
+    defaults / candidate, _ci, "pairs"}}; None when the runs carry no grid."""
+    grids = {k: (s.get("params") or {}).get("tuning") for k, s in tuned_runs.items()}
+    grids = {k: g for k, g in grids.items() if g and g.get("tried")}
+    paired = sorted(set(grids) & set(default_runs))
+    if not paired:
+        return None
+    objective = grids[paired[0]]["objective"]
+    metric = "jct_s_mean" if objective == "jct_mean" else "makespan_s"
+    per = {}
+    for k in paired:
+        for c in grids[k]["tried"]:
+            per.setdefault(repr(c["timers"]), (c["timers"], {}))[1][k] = c[objective]
+    timers, values = min((v for v in per.values() if len(v[1]) == len(paired)),
+                         key=lambda v: (sum(v[1].values()), v[0]["high"][0], v[0]["medium"][0]))
+    m, ci = sets.mean_ci([default_runs[k]["totals"][metric] / values[k] for k in paired])
+    return {"timers": timers, "objective": metric,
+            "default_over": {metric: m, metric + "_ci": ci, "pairs": len(paired)}}
+
+
 def table(st, out):
     """[{row, background, zero_row, cost, gain, twins}] for every row of ``st`` with both schedulers:
     ``gain`` ratio_row(C(b), N(b)); ``cost`` ratio_row(C(b), C(0)) when b > 0 and the trace has a
     background-0 row, else None; ``twins`` {twin row: {"gain": ratio_row(C(b), T), "default_over":
-    ratio_row(N(b), T)}} for the rows that run only netsens (other settings) on the same trace and
-    background, T their netsens runs."""
+    ratio_row(N(b), T), "best_fixed": best_fixed(N(b), T)}} for the rows that run only netsens
+    (other settings) on the same trace and background, T their netsens runs."""
     key = {r["name"]: (_trace_key(r), r["background"] or 0) for r in st["runs"]}
     zero = {_trace_key(r): r for r in st["runs"] if not r["background"] and BASE in r["schedulers"]}
     only = [r for r in st["runs"] if OTHER in r["schedulers"] and BASE not in r["schedulers"]]
@@ -56,7 +82,8 @@ def table(st, out):
             t_runs = _runs(out, o, OTHER) if key[o["name"]] == key[r["name"]] else None
             if t_runs:
                 twins[o["name"]] = {"gain": sets.ratio_row(c_b, t_runs, {}, {}),
-                                    "default_over": sets.ratio_row(n_b, t_runs, {}, {})}
+                                    "default_over": sets.ratio_row(n_b, t_runs, {}, {}),
+                                    "best_fixed": best_fixed(n_b, t_runs)}
         rows.append({"row": r["name"], "background": r["background"] or 0,
                      "zero_row": z["name"] if c_0 else None,
                      "cost": sets.ratio_row(c_b, c_0, {}, {}) if c_0 else None,
@@ -91,6 +118,16 @@ def markdown(st, rows):
             lines.append(f"| {name} | {x['row']} | " + " | ".join(
                 [sets.fmt(t["gain"], m, "x", 2) for m, _ in SHOWN[:2]] +
                 [sets.fmt(t["default_over"], m, "x", 3) for m, _ in SHOWN[:2]]) + " |")
+    best = [(x, name, t["best_fixed"]) for x, name, t in twins if t["best_fixed"]]
+    if best:
+        lines += ["", f"The best single fixed setting per row, found afterwards from the tuned rows' grids (the "
+                  "candidate with the lowest objective averaged over the row's repeats), and the defaults' "
+                  "objective over that setting's, paired by repeat (> 1: the setting was faster).", "",
+                  "| row | best setting (rack = pod timer, s) | defaults / best setting |", "| --- | --- | --- |"]
+        for x, name, b in best:
+            tm = b["timers"]
+            lines.append(f"| {x['row']} | high {tm['high'][0]:g}, medium {tm['medium'][0]:g} | "
+                         f"{sets.fmt(b['default_over'], b['objective'], '', 3)} ({dict(SHOWN)[b['objective']]}) |")
     return "\n".join(lines) + "\n"
 
 

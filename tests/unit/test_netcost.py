@@ -91,3 +91,38 @@ def test_cli_without_results_says_so_in_one_line(tmp_path, capsys):
     assert netcost.main([str(set_file(tmp_path)), "--out", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("netcost: ") and "both consolidate and netsens" in err[0]
+
+
+def test_the_best_single_setting_is_the_grid_candidate_best_over_all_repeats(tmp_path):
+    """Per seed the tuner picks 600/0 once and 0/0 once; over both repeats 60/15 is best (110 + 210
+    against 100 + 240 and 130 + 200), and the defaults are compared with it repeat by repeat."""
+    st, out = sets.load_set(set_file(tmp_path)), tmp_path / "out"
+    grids = [{(600.0, 0.0): 100.0, (60.0, 15.0): 110.0, (0.0, 0.0): 130.0},
+             {(600.0, 0.0): 240.0, (60.0, 15.0): 210.0, (0.0, 0.0): 200.0}]
+    for k, (nb, grid) in enumerate(zip([121.0, 189.0], grids)):
+        put(out, "t-bg0.75", "consolidate", k, 300.0)
+        put(out, "t-bg0.75", "netsens", k, nb)
+        put(out, "t-bg0.75-oracle", "netsens", k, min(grid.values()))
+        d = sets.run_dir(out, "t-bg0.75-oracle", "netsens", k) / "summary.json"
+        s = json.loads(d.read_text())
+        s["params"] = {"tuning": {"objective": "jct_mean", "tried": [
+            {"timers": {"high": [h, h], "medium": [m, m], "low": [0.0, 0.0]}, "jct_mean": v}
+            for (h, m), v in grid.items()]}}
+        d.write_text(json.dumps(s))
+    b = next(x for x in netcost.table(st, out) if x["row"] == "t-bg0.75")["twins"]["t-bg0.75-oracle"]["best_fixed"]
+    assert (b["timers"]["high"][0], b["timers"]["medium"][0]) == (60.0, 15.0)
+    assert b["default_over"]["jct_s_mean"] == pytest.approx((1.1 + 0.9) / 2)
+    assert b["default_over"]["pairs"] == 2
+    md = netcost.markdown(st, netcost.table(st, out))
+    assert "| t-bg0.75 | high 60, medium 15 | 1.000 [" in md
+
+
+def test_rows_without_a_grid_have_no_best_single_setting(tmp_path):
+    st, out = sets.load_set(set_file(tmp_path)), tmp_path / "out"
+    for k in range(2):
+        put(out, "t-bg0.75", "consolidate", k, 150.0)
+        put(out, "t-bg0.75", "netsens", k, 120.0)
+        put(out, "t-bg0.75-oracle", "netsens", k, 110.0)
+    rows = netcost.table(st, out)
+    assert next(x for x in rows if x["row"] == "t-bg0.75")["twins"]["t-bg0.75-oracle"]["best_fixed"] is None
+    assert "best single fixed setting" not in netcost.markdown(st, rows)
