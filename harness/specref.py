@@ -261,6 +261,9 @@ KEYS = {
     ("netsens", "objective"): (" | ".join(netsens.OBJECTIVES), "What `timers: auto` minimises.", READERS),
     ("netsens", "tune_seed"): ("a whole number >= 0, or unset", "The seed of the trace `timers: auto` tunes on; "
                                "unset: the spec's own trace.", READERS),
+    ("netsens", "patience"): ("a number > 0", "With `timers: adaptive`: seconds a job accepts to wait for a tighter "
+                              "locality level per second that level is expected to save it; also the most it "
+                              "waits in all, as a multiple of that saving.", READERS),
     ("netsens", "low_fill"): (" | ".join(netsens.LOW_FILLS), "Where a low-sensitivity job goes first: the fullest "
                               "partly used rack that fits it (`rack`), or also the most fragmented racks of a pod "
                               "(`pod`: keeps racks whole for sensitive jobs, breaks up pods larger jobs need); "

@@ -14,9 +14,9 @@ built-ins' classes are listed in workloads/sensitivity.yaml.
 
 ``netsens`` (delay scheduling, Zaharia et al. EuroSys'10, over locality levels): queue in arrival
 order, later jobs may go when an earlier one waits. How long a job holds out for its best level (0
-if it fits in a rack, else 1, else 2): ``timers: adaptive`` (default) while the time the tighter
-level saves it exceeds the expected wait for it (harness.schedulers.patience); fixed timers per
-class, ``timers: {high: [rack_s, pod_s], medium: [...], low: [...]}``, accept only the best
+if it fits in a rack, else 1, else 2): ``timers: adaptive`` (default) while ``patience`` times the
+time the tighter level saves it exceeds the expected wait for it (harness.schedulers.patience);
+fixed timers per class, ``timers: {high: [rack_s, pod_s], medium: [...], low: [...]}``, accept only the best
 feasible level until its timer expires, then the next one. Low-sensitivity jobs never wait: a
 job that fits in a partly used rack takes the fullest such rack, leaving whole racks to sensitive
 jobs; otherwise it is placed as consolidation places it. ``low_fill: pod`` also spreads it over
@@ -48,7 +48,7 @@ FIXED_TIMERS = {"high": [60.0, 60.0], "medium": [15.0, 15.0], "low": [0.0, 0.0]}
 DEFAULTS = {"timers": "adaptive",
             "thresholds": [1.15, 1.25], "expected_background": 0.5, "preemption": True,
             "restart_s": 30.0, "min_run_s": 120.0, "max_preemptions": 2, "objective": "jct_mean",
-            "tune_seed": None, "sensitivity": "emulated", "low_fill": "rack"}
+            "tune_seed": None, "sensitivity": "emulated", "low_fill": "rack", "patience": 2.0}
 SOURCES = ("emulated", "modelled")
 TIMER_MODES = ("adaptive", "auto")
 LOW_FILLS = ("rack", "pod")
@@ -95,6 +95,9 @@ def validate(where, raw, error):
         raise error(where, "netsens.tune_seed", ts, "a seed (whole number >= 0): the tuner's trace; unset: the spec's own")
     if cfg["sensitivity"] not in SOURCES:
         raise error(where, "netsens.sensitivity", cfg["sensitivity"], " | ".join(SOURCES))
+    pa = cfg["patience"]
+    if not isinstance(pa, (int, float)) or isinstance(pa, bool) or not pa > 0:
+        raise error(where, "netsens.patience", pa, "a number > 0: seconds of waiting per second saved")
     if cfg["low_fill"] not in LOW_FILLS:
         raise error(where, "netsens.low_fill", cfg["low_fill"], " | ".join(LOW_FILLS))
     if cfg["objective"] not in OBJECTIVES:
@@ -251,7 +254,8 @@ class NetsensPolicy(EventPolicy):
         self.started, self.preempted = {}, {}
         self.jobs = {j.name: j for j in spec.jobs}
         self.patience = Patience(self.layout, lambda n, lvl: 1.0 if lvl == 0 else self.sens[n],
-                                 lambda n, its: its * spec.profiles[self.jobs[n].model].iteration_ms / 1000)
+                                 lambda n, its: its * spec.profiles[self.jobs[n].model].iteration_ms / 1000,
+                                 float(self.cfg["patience"]))
         self.declined = {}           # job -> when it first declined a placement it could have had
         self.locality_wait = {}      # job -> seconds waited while a placement was free (per job, summary)
         self._mark = {}              # job -> the last event at which it declined one
@@ -320,12 +324,12 @@ class NetsensPolicy(EventPolicy):
         target = self.patience.target(t, j.name, iterations, n, now_level, lvl_min, free, running)
         if target is None:
             return hosts, None, None
-        level, saving, wait = target
+        level, patience, wait = target
         since = self.declined.setdefault(j.name, t) if now_level is not None else t
-        if now_level is not None and t - since >= saving - 1e-9:
-            return hosts, None, None            # its patience is spent: the saving would be gone
+        if now_level is not None and t - since >= patience - 1e-9:
+            return hosts, None, None            # its patience is spent
         budget = wait if c == "high" and level == 0 and self.cfg["preemption"] else None
-        return None, budget, (since + saving if now_level is not None else None)
+        return None, budget, (since + patience if now_level is not None else None)
 
     def decide(self, t, waiting, running):
         if self._remaining is not None:

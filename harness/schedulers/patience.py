@@ -8,12 +8,15 @@ modelled one times what the running jobs at that level measure: their iteration 
 their progress between events, over the modelled one (iteration-weighted over every job seen at the
 level; 1 before any). Sharing makes levels differ where the model of a job alone cannot: spread
 across pods, jobs share the core with each other. Waiting for level ``l`` pays when the expected wait
-for ``l`` is shorter than what ``l`` saves, ``R * (slowdown(now) - slowdown(l))``. The expected wait
+for ``l`` is shorter than ``patience`` times what ``l`` saves, ``R * (slowdown(now) - slowdown(l))``
+(``netsens.patience``: seconds of waiting accepted per second saved). The expected wait
 comes from the running jobs' predicted ends (placed at ``t`` with ``r`` iterations left at level
 ``m``: ``t + restart + r * iteration * slowdown(m)``): the first end after which a rack (a pod) holds
 enough free hosts; jobs already past their predicted end are taken to end now. A job never waits
-longer in all than the saving it waits for (its patience), so a wrong prediction costs at most what
-a right one would have saved.
+longer in all than ``patience`` times the saving it waits for, so a wrong prediction costs at most
+that multiple of what a right one would have saved. With ``patience`` 1 a job waits only up to the
+break-even of its own saving; the default (netsens.DEFAULTS) was chosen on development traces and
+seeds, and is judged on held-out ones (docs/schedulers.md).
 """
 import math
 
@@ -21,8 +24,9 @@ import math
 class Patience:
     """Predicted ends of running jobs, and the wait-or-go rule over them."""
 
-    def __init__(self, layout, modelled, work_s):
+    def __init__(self, layout, modelled, work_s, patience=1.0):
         self.layout = layout
+        self.patience = patience     # seconds of waiting accepted per second saved
         self.modelled = modelled     # (job, level) -> modelled slowdown at that level
         self.work_s = work_s         # (job, iterations) -> seconds of work at slowdown 1
         self.ends = {}               # running job -> predicted end (s)
@@ -80,14 +84,15 @@ class Patience:
         return rack if level == 0 else self.layout.pod_of[rack]
 
     def target(self, t, name, iterations, n, now_level, lvl_min, free, running):
-        """The tighter level worth waiting for, as (level, saving_s, expected wait_s), or None to go
-        at ``now_level``. ``now_level`` None: nothing fits now (the job waits whatever this says)."""
+        """The tighter level worth waiting for, as (level, budget_s, expected wait_s), or None to go
+        at ``now_level``; the budget is ``patience`` times the saving, the most the job may wait for
+        it. ``now_level`` None: nothing fits now (the job waits whatever this says)."""
         best = None
         top = 2 if now_level is None else now_level
         s_now = self.slowdown(name, top)
         work = self.work_s(name, iterations)
         for lvl in range(lvl_min, top):
-            saving = work * (s_now - self.slowdown(name, lvl))
+            saving = self.patience * work * (s_now - self.slowdown(name, lvl))
             if saving <= 0:
                 continue
             wait = self.expected_wait(t, n, lvl, free, running)

@@ -93,10 +93,26 @@ def test_low_jobs_fill_racks_or_pods_as_low_fill_says():
     from pathlib import Path
     small = Path(__file__).resolve().parents[2] / "experiments/netsens-small.yaml"
     lay = None
-    for fill, level in (("pod", 0), ("rack", 2)):
-        spec = spec_mod.load(small, overrides={"netsens": {"low_fill": fill}})
+    for fill, level in (("pod", 0), ("rack", 2)):    # patience 1: RoBERTa goes where hosts are free now
+        spec = spec_mod.load(small, overrides={"netsens": {"low_fill": fill, "patience": 1}})
         lay = lay or netsens.Layout(spec.topology)
         out = simulate_spec(spec)
         assert lay.level(out["jobs"]["roberta"]["hosts"]) == level, fill
     with pytest.raises(spec_mod.SpecError, match="netsens.low_fill"):
         spec_with([{"name": "a", "model": "vgg19", "workers": 2}], netsens={"low_fill": "any"})
+
+
+def test_patience_scales_the_saving_a_wait_may_cost(layout):
+    """patience 1: waits only for a saving above the wait (100 iterations save 5 s < 8 s); patience 2:
+    10 s of budget > 8 s, so it waits; the budget is what the job may wait in all."""
+    running = {"blocker": ["h1", "h2", "h3"]}
+    for k, expect in ((1.0, None), (2.0, (0, pytest.approx(10.0), pytest.approx(8.0)))):
+        p = Patience(layout, lambda n, lvl: 1.0 if lvl == 0 else 1.5, lambda n, its: its * 0.1, patience=k)
+        p.placed("blocker", 0.0, 80, 0)
+        assert p.target(0.0, "j", 100, 3, 2, 0, ["h4", "h7", "h10"], running) == expect
+
+
+def test_patience_is_a_positive_number():
+    for bad in (0, -1, "long", True):
+        with pytest.raises(spec_mod.SpecError, match="netsens.patience"):
+            spec_with([{"name": "a", "model": "vgg19", "workers": 2}], netsens={"patience": bad})
