@@ -16,8 +16,8 @@ built-ins' classes are listed in workloads/sensitivity.yaml.
 order, later jobs may go when an earlier one waits. How long a job holds out for its best level (0
 if it fits in a rack, else 1, else 2): ``timers: adaptive`` (default) while ``patience`` times the
 time the tighter level saves it exceeds the expected wait for it (harness.schedulers.patience);
-fixed timers per class, ``timers: {high: [rack_s, pod_s], medium: [...], low: [...]}``, accept only the best
-feasible level until its timer expires, then the next one. Low-sensitivity jobs never wait: a
+fixed timers per class, ``timers: {high: [rack_s, pod_s], medium: [...], low: [...]}``, accept
+only the best feasible level until its timer expires, then the next one. Low-sensitivity jobs never wait: a
 job that fits in a partly used rack takes the fullest such rack, leaving whole racks to sensitive
 jobs; otherwise it is placed as consolidation places it. ``low_fill: pod`` also spreads it over
 the most fragmented racks of a pod before it would take a whole rack: that keeps racks whole where

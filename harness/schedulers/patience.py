@@ -92,10 +92,10 @@ class Patience:
         s_now = self.slowdown(name, top)
         work = self.work_s(name, iterations)
         for lvl in range(lvl_min, top):
-            saving = self.patience * work * (s_now - self.slowdown(name, lvl))
-            if saving <= 0:
+            budget = self.patience * work * (s_now - self.slowdown(name, lvl))
+            if budget <= 0:
                 continue
             wait = self.expected_wait(t, n, lvl, free, running)
-            if saving > wait and (best is None or saving - wait > best[1] - best[2]):
-                best = (lvl, saving, wait)
+            if budget > wait and (best is None or budget - wait > best[1] - best[2]):
+                best = (lvl, budget, wait)
         return best
