@@ -27,16 +27,12 @@ ROWS = ("philly-load1.2-bg0.75", "tail-load1.2-bg0.75", "large-load0.9-bg0.75", 
 SEEDS = (11, 12, 13, 14, 15, 101, 102, 103, 104, 105)
 
 
-_RUNS = {}
-
-
 def one(job):
-    """Mean JCT of one row, seed and setting ('consolidate', 'patience=K' or 'fixed=H/M')."""
-    row, seed, setting = job
+    """Mean JCT of one run entry of the set, seed and setting ('consolidate', 'patience=K' or
+    'fixed=H/M')."""
+    entry, seed, setting = job
     from harness.simulate import simulate_spec
-    if not _RUNS:
-        _RUNS.update({r["name"]: r for r in sets.load_set(SET)["runs"]})
-    r = {**_RUNS[row], "seed": seed}
+    r = {**entry, "seed": seed}
     sched = "consolidate" if setting == "consolidate" else "netsens"
     spec = sets.run_spec(r, sched, 0)
     if setting.startswith("patience="):
@@ -57,9 +53,9 @@ def main():
     ap.add_argument("--publish", metavar="FILE")
     args = ap.parse_args()
     rows, seeds = args.rows.split(","), [int(s) for s in args.seeds.split(",")]
-    names = {r["name"] for r in sets.load_set(SET)["runs"]}
+    runs = {r["name"]: r for r in sets.load_set(SET)["runs"]}
     for row in rows:
-        if row not in names:
+        if row not in runs:
             sys.exit(f"netsens_patience: --rows: {row} is not a row of {SET}")
     settings = (["consolidate"] + [f"patience={p}" for p in args.patience.split(",")] +
                 [f"fixed={f}" for f in args.fixed.split(",") if f])
@@ -68,7 +64,8 @@ def main():
     jobs = [(row, s, st) for row in rows for st in settings for s in seeds]
     jct = {}
     with ProcessPoolExecutor(args.workers) as ex:
-        for i, (job, v) in enumerate(zip(jobs, ex.map(one, jobs)), 1):
+        results = ex.map(one, [(runs[row], s, st) for row, s, st in jobs])
+        for i, (job, v) in enumerate(zip(jobs, results), 1):
             jct[job] = v
             print(f"[{i}/{len(jobs)}] {job[0]} seed {job[1]} {job[2]}: mean JCT {v:.1f} s", file=sys.stderr, flush=True)
     head = " | ".join(s.replace("=", " ") for s in settings)
