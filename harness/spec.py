@@ -14,9 +14,9 @@ from harness.errors import UsageError, require_number
 from harness.linkmodel import LinkError, LinkParams
 from topologies import TopologyError, by_name
 from workloads import traces
-from workloads.profiles import ProfileError, at_batch, at_reference, at_workers, builtins, from_dict
+from workloads.profiles import PROFILE_SETS, ProfileError, at_batch, at_reference, at_workers, builtins, from_dict
 
-TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profiles", "jobs", "trace", "scheduler",
+TOP_KEYS = {"name", "topology", "link", "reference_gbps", "profile_set", "profiles", "jobs", "trace", "scheduler",
             "duration_s", "seed", "cassini", "telemetry", "flow_scheduler", "time_dilation", "netsens", "background",
             "themis", "pollux", "allreduce", "tiresias", "replan", "echelon_mechanism", "plugins"}
 ALLREDUCE = ("fixed", "ring")           # a data-parallel phase's length on N workers: the profile's | 2(N-1)/N
@@ -26,7 +26,7 @@ JOB_KEYS = {"name", "model", "workers", "iterations", "hosts", "arrival_s", "tim
             "batch_size"}
 FLOW_SCHEDULERS = ("fair", "coflow", "echelon")
 # what a spec takes when it leaves a key out (the scheduler's: registry.DEFAULT_SCHEDULER)
-TOP_DEFAULTS = {"reference_gbps": 50, "duration_s": 120, "seed": 1, "time_dilation": 1.0,
+TOP_DEFAULTS = {"reference_gbps": 50, "profile_set": "builtin", "duration_s": 120, "seed": 1, "time_dilation": 1.0,
                 "flow_scheduler": FLOW_SCHEDULERS[0], "allreduce": ALLREDUCE[0]}
 JOB_DEFAULTS = {"workers": 2, "iterations": 100, "arrival_s": 0.0}
 SCHEDULER_BLOCKS = ("cassini", "themis", "pollux", "netsens", "tiresias")   # settings read by some schedulers only
@@ -396,9 +396,12 @@ def _fabric(where, raw, ref):
 
 
 def _profiles(where, raw, base_dir):
-    """The built-in profiles plus the spec's own: a mapping as a profile file has it, or ``{file: PATH}``
-    (relative to the spec; what ``interleave profile --out`` writes)."""
-    profiles = dict(builtins())
+    """The built-in profiles of the spec's ``profile_set`` plus the spec's own: a mapping as a profile
+    file has it, or ``{file: PATH}`` (relative to the spec; what ``interleave profile --out`` writes)."""
+    pset = raw.get("profile_set", TOP_DEFAULTS["profile_set"])
+    if not isinstance(pset, str) or pset not in PROFILE_SETS:
+        raise SpecError(where, "profile_set", pset, " | ".join(PROFILE_SETS))
+    profiles = dict(builtins(pset))
     custom = mapping(where, "profiles", raw.get("profiles"), "a mapping of name -> profile")
     inlined = {}
     for pname, pdata in custom.items():

@@ -60,6 +60,9 @@ KEYS = {
     ("", "reference_gbps"): ("a number > 0", "The line rate of the cluster the experiment stands for (Gbit/s). "
                              "A profile's `gbps` are shares of it: a phase at 40 on a 50 Gbit/s reference takes "
                              "0.8 of `link.rate_mbps`; the ECN threshold and queue scale with rate / reference.", ALL),
+    ("", "profile_set"): (" | ".join(profiles.PROFILE_SETS), "Which numbers the built-in model names stand for: "
+                          + "; ".join(f"`{k}`: {v}" for k, v in profiles.PROFILE_SETS.items())
+                          + ". Default `builtin`.", ALL),
     ("", "profiles"): ("a mapping NAME -> profile, or NAME -> {file: PATH}",
                        "Models of your own beside the built-ins (`interleave profile --out` writes a file).", ALL),
     ("", "jobs"): ("a non-empty list of jobs", "The jobs, each one entry. Exactly one of `jobs` or `trace`.", ALL),

@@ -1,5 +1,9 @@
 """Derives the built-in profiles in workloads/profiles/ from the numbers CASSINI (NSDI' 24) gives.
 
+Two sets (workloads.profiles.PROFILE_SETS): ``builtin`` (workloads/profiles/) and ``table2``
+(workloads/profiles/table2/: the data-parallel models re-derived against CASSINI's Table 2; the
+rule is ``table2_dp``'s docstring).
+
 Re-run after changing a rule: ``python -m workloads.derive_profiles``. Each written number carries a
 provenance string saying which figure/table it comes from, or which formula and modelling choice
 produced it ([I] marks an implementer decision, not the paper's content).
@@ -108,11 +112,197 @@ profiles["dlrm"] = {
                    "phases[2].duration_ms": "modelling choice [I]", "phases[2].gbps": BEFF_SRC}}
 
 
-def main():
-    for name, d in profiles.items():
-        (OUT / f"{name}.yaml").write_text(f"# Built-in profile: {name}. Every number's source is under provenance.\n"
-                                          + yaml.safe_dump(d, sort_keys=False, width=120, allow_unicode=True))
-    print("wrote", ", ".join(sorted(profiles)))
+# --- profile set table2 -------------------------------------------------------------------------
+T2 = "CASSINI Table 2 (Th+CASSINI column: the model's average communication time when its link is interleaved)"
+# Table 2's Th+CASSINI communication times (ms) of the rows at compatibility score >= 0.8, whose jobs
+# are interleaved (Fig. 15(a)-(d)); snapshot 5's rows (score 0.6) run collided (Fig. 15(e)) and are
+# not a job's time alone.
+TABLE2_COMM = {"vgg16": ((148, 1, 1400), (163, 2, 1700), (168, 3, 1200)),
+               "vgg19": ((168, 2, 1400), (166, 3, 1024)),
+               "resnet50": ((59, 2, 1600),),
+               "wideresnet101": ((138, 1, 800),),
+               "roberta": ((164, 4, 12), (180, 4, 12))}
+BUCKET_MB = 25
+BUCKET_SRC = ("the lead carries DDP's first gradient bucket, 25 MB (PyTorch DistributedDataParallel's default "
+              "bucket_cap_mb) x 2(N-1)/N for N=2 [I]")
+LEAD_SRC = ("DDP overlaps the all-reduce with backprop: the communication time starts with the first gradient "
+            "bucket, paced by the backward pass, and ends with the rest of the gradients at the all-reduce rate [I]")
+WRN_MB = 484
+WRN_MB_SRC = ("gradient volume: torchvision wide_resnet101_2, 126.9 M parameters x 4 B = 484 MiB (as Table 3's VGG "
+              "and ResNet50 entries equal their fp32 parameter size; its 243 MB for WideResNet101 would put the "
+              "model's Table 2 communication at 14 Gbit/s on average against 26-29 for the other vision models) [I]")
+VGG16_T = 255                           # CASSINI Fig. 3
+ROBERTA_SCORE, LINK_GBPS = 0.8, 50.0    # Table 2 snapshot 4; §5.1
+
+
+def _r(x):
+    return round(x, 1)
+
+
+def table2_comm(name):
+    rows = TABLE2_COMM[name]
+    return sum(r[0] for r in rows) / len(rows), "mean of " + ", ".join(
+        f"{c} ms (snapshot {s}, batch {b})" for c, s, b in rows)
+
+
+def table2_dp(name, base, mb, mb_src, comm_ms, comm_src, pre_ms, pre_src, lead_ms=None, lead_src=None):
+    """A data-parallel profile whose communication time alone is ``comm_ms`` (or, when ``comm_ms`` is
+    None, ``lead_ms`` plus the burst): after ``pre_ms`` of compute, a lead carrying DDP's first
+    bucket at the rate that spreads it over the lead, then the rest of the gradients (2(N-1)/N x
+    ``mb``) at B_EFF. Where the gradients at B_EFF take longer than ``comm_ms``, the job is
+    network-bound: one burst, no lead."""
+    volume = mb * 8.0
+    lead_bytes = BUCKET_MB * 8.0
+    burst = (volume - lead_bytes) / B_EFF
+    if comm_ms is not None:
+        lead = comm_ms - burst
+        if lead * B_EFF <= lead_bytes:      # network-bound
+            lead = None
+    else:
+        lead = lead_ms
+    pre = _r(pre_ms)
+    prov = {"reference_gbps": common_ref, "batch_size": base["provenance"]["batch_size"],
+            "workers": base["provenance"]["workers"], "model_mb": mb_src}
+    phases = []
+    if lead is None:
+        burst = volume / B_EFF
+        phases.append({"start_ms": pre, "duration_ms": _r(burst), "gbps": B_EFF, "pattern": "ring_allreduce"})
+        prov["phases[0].start_ms"] = pre_src
+        prov["phases[0].duration_ms"] = (f"network-bound: {mb} MB of gradients at {B_EFF:g} Gbit/s = "
+                                         f"{volume / B_EFF:.1f} ms" + (f", against {comm_src}" if comm_src else ""))
+        prov["phases[0].gbps"] = BEFF_SRC
+        comm_text = f"{_r(burst):g} ms of all-reduce"
+    else:
+        lead = _r(lead)
+        rate = round(lead_bytes / lead, 2)
+        phases.append({"start_ms": pre, "duration_ms": lead, "gbps": rate, "pattern": "ring_allreduce"})
+        phases.append({"start_ms": _r(pre + lead), "duration_ms": _r(burst), "gbps": B_EFF, "pattern": "ring_allreduce"})
+        prov["phases[0].start_ms"] = pre_src
+        prov["phases[0].duration_ms"] = (f"lead = communication time {comm_ms:g} ms ({comm_src}) - burst {burst:.1f} ms"
+                                         if comm_ms is not None else lead_src) + "; " + LEAD_SRC
+        prov["phases[0].gbps"] = f"{BUCKET_MB} MB over the lead: {lead_bytes:g} Mbit / {lead:g} ms; " + BUCKET_SRC
+        prov["phases[1].start_ms"] = "the end of the lead"
+        prov["phases[1].duration_ms"] = (f"the rest of the gradients: ({mb} - {BUCKET_MB}) MB x 8 / {B_EFF:g} Gbit/s "
+                                         f"= {burst:.1f} ms, rounded")
+        prov["phases[1].gbps"] = BEFF_SRC
+        comm_text = f"{lead:g} ms of lead + {_r(burst):g} ms of burst"
+    end = phases[-1]["start_ms"] + phases[-1]["duration_ms"]
+    prov["iteration_ms"] = f"compute before the communication {pre:g} ms + {comm_text}: the iteration ends with the all-reduce"
+    d = {"model": name, "parallelism": "data", "iteration_ms": _r(end), "reference_gbps": 50,
+         "batch_size": base["batch_size"], "workers": base["workers"], "model_mb": mb,
+         "phases": phases, "provenance": prov}
+    return d
+
+
+table2 = {}
+_flops_batch = lambda m, b: FLOPS[m] / FLOPS["vgg16"] * b / 1400        # noqa: E731
+_c16, _c16_src = table2_comm("vgg16")
+_pre16 = VGG16_T - _c16
+_pre16_src = (f"CASSINI Fig. 3's iteration {VGG16_T} ms (batch taken as Table 2 snapshot 1's 1400 [I]) minus the "
+              f"communication time {_c16:.1f} ms ({_c16_src})")
+table2["vgg16"] = table2_dp("vgg16", profiles["vgg16"], 528, MEM_SRC + " = its fp32 parameter size", _c16, _c16_src,
+                            _pre16, _pre16_src)
+for _m, _mb, _mb_src in (("vgg19", 549, MEM_SRC + " = its fp32 parameter size"),
+                         ("resnet50", 98, MEM_SRC + " = its fp32 parameter size"),
+                         ("wideresnet101", WRN_MB, WRN_MB_SRC)):
+    _c, _c_src = table2_comm(_m)
+    _b = profiles[_m]["batch_size"]
+    _f = _flops_batch(_m, _b)
+    table2[_m] = table2_dp(_m, profiles[_m], _mb, _mb_src, _c, _c_src, _pre16 * _f,
+                           f"VGG16's {_pre16:.1f} ms x FLOPs ratio {FLOPS[_m]}/{FLOPS['vgg16']} ({FLOPS_SRC}) x batch "
+                           f"{_b}/1400 = {_pre16 * _f:.1f} ms [I: compute scales with FLOPs and batch]")
+_leads = [table2[m]["phases"][0]["duration_ms"] for m in ("vgg16", "vgg19", "resnet50", "wideresnet101")]
+_lead_v = sum(_leads) / len(_leads)
+_f11 = _flops_batch("vgg11", 1024)
+table2["vgg11"] = table2_dp("vgg11", profiles["vgg11"], 507, MEM_SRC + " = its fp32 parameter size", None, None,
+                            _pre16 * _f11, f"VGG16's {_pre16:.1f} ms x FLOPs ratio {FLOPS['vgg11']}/{FLOPS['vgg16']} "
+                            f"({FLOPS_SRC}) x batch 1024/1400 = {_pre16 * _f11:.1f} ms [I]",
+                            lead_ms=_r(_lead_v), lead_src=f"not in Table 2: the mean lead of the vision models it "
+                            f"gives ({', '.join(f'{x:g}' for x in _leads)} ms) [I]")
+# RoBERTa: network-bound (800 MB at 37 Gbit/s against Table 2's 164-180 ms). Its iteration time
+# from Table 2's score of the pair: two equal jobs, each one burst of C ms at B_EFF on a link of
+# LINK_GBPS, overlap at least 2C - T at the best rotation, where they exceed the link by 2 B_EFF -
+# LINK_GBPS: score = 1 - (2C/T - 1)(2 B_EFF - LINK_GBPS)/LINK_GBPS.
+_cr = 800 * 8.0 / B_EFF
+_tr = 2 * _cr / (1 + (1 - ROBERTA_SCORE) * LINK_GBPS / (2 * B_EFF - LINK_GBPS))
+_pre_r = _tr - _cr
+_pre_r_src = (f"CASSINI Table 2 snapshot 4: the RoBERTa pair's compatibility score {ROBERTA_SCORE} (Table 1's score: "
+              f"two {_cr:.1f} ms bursts at {B_EFF:g} Gbit/s on a {LINK_GBPS:g} Gbit/s link overlap 2C - T at best) "
+              f"gives the iteration T = 2C / (1 + (1 - score) x {LINK_GBPS:g} / {2 * B_EFF - LINK_GBPS:g}) = "
+              f"{_tr:.1f} ms; minus the all-reduce {_cr:.1f} ms")
+_rc, _rc_src = table2_comm("roberta")
+table2["roberta"] = table2_dp("roberta", profiles["roberta"], 800, MEM_SRC, _rc, _rc_src, _pre_r, _pre_r_src)
+_per_sample = _pre_r / 12
+for _m, _mb, _scale, _why in (("bert", 450, 1.0, "BERT-base and RoBERTa-base share the architecture (12 layers, hidden 768)"),
+                              ("camembert", 266, 1.0, "CamemBERT is RoBERTa-base's architecture"),
+                              ("xlm", 1116, 1116 / 800, "XLM's compute per sample scaled by its Table 3 size over "
+                                                        "RoBERTa's, 1116/800")):
+    _b = profiles[_m]["batch_size"]
+    _pre = _per_sample * _scale * _b
+    table2[_m] = table2_dp(_m, profiles[_m], _mb, MEM_SRC, None, None, _pre,
+                           f"RoBERTa's compute {_per_sample:.2f} ms per sample (above) x batch {_b}"
+                           + (f" x {_scale:.3f}" if _scale != 1 else "") + f" = {_pre:.1f} ms [I: {_why}]",
+                           lead_ms=None)
+
+
+def _write(directory, items, header):
+    directory.mkdir(exist_ok=True)
+    for name, d in items.items():
+        (directory / f"{name}.yaml").write_text(header.format(name=name)
+                                                + yaml.safe_dump(d, sort_keys=False, width=120, allow_unicode=True))
+
+
+def table2_md():
+    """The table2 set beside the built-in one and Table 2's Th+CASSINI communication times."""
+    rows = ["# Profile set table2", "",
+            "| model | batch | iteration (builtin) | compute first | lead | burst at 37 Gbit/s | communication alone "
+            "(builtin) | Table 2, Th+CASSINI |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, d in table2.items():
+        b, ph = profiles[name], d["phases"]
+        lead = f"{ph[0]['duration_ms']:g} ms at {ph[0]['gbps']:g}" if len(ph) == 2 else "none"
+        comm = ph[-1]["start_ms"] + ph[-1]["duration_ms"] - ph[0]["start_ms"]
+        paper = ", ".join(f"{c} (batch {bb})" for c, _s, bb in TABLE2_COMM.get(name, ())) or "not given"
+        rows.append(f"| {name} | {d['batch_size']} | {d['iteration_ms']:g} ms ({b['iteration_ms']:g}) | "
+                    f"{ph[0]['start_ms']:g} ms | {lead} | {ph[-1]['duration_ms']:g} ms | {comm:.1f} ms "
+                    f"({b['phases'][0]['duration_ms']:g}) | {paper} |")
+    rows += ["", "Snapshots on CASSINI's circles (harness.schedulers.circles.optimise, 50 Gbit/s link, jobs at Table 2's "
+             "batch sizes):", "", "| snapshot | jobs | Table 2's score | table2 set | builtin set |",
+             "| --- | --- | --- | --- | --- |"]
+    for snap, (score, jobs) in TABLE2_SNAPSHOTS.items():
+        got = [snapshot_score(jobs, pset) for pset in ("table2", "builtin")]
+        rows.append(f"| {snap} | " + ", ".join(f"{m} ({b})" for m, b in jobs)
+                    + f" | {score:g} | {got[0]:.2f} | {got[1]:.2f} |")
+    return "\n".join(rows) + "\n"
+
+
+TABLE2_SNAPSHOTS = {1: (1.0, [("wideresnet101", 800), ("vgg16", 1400)]),
+                    2: (1.0, [("vgg19", 1400), ("vgg16", 1700), ("resnet50", 1600)]),
+                    3: (0.9, [("vgg19", 1024), ("vgg16", 1200)]),
+                    4: (0.8, [("roberta", 12), ("roberta", 12)]),
+                    5: (0.6, [("bert", 8), ("vgg19", 1400), ("wideresnet101", 800)])}
+
+
+def snapshot_score(jobs, profile_set):
+    """The best score of ``jobs`` [(model, batch)] on one link of LINK_GBPS, CASSINI's optimisation."""
+    from harness.schedulers.circles import optimise
+    from workloads.profiles import at_batch, builtins
+    b = builtins(profile_set)
+    return optimise([(p.iteration_ms, [p.demand]) for p in (at_batch(b[m], bb) for m, bb in jobs)],
+                    capacity=LINK_GBPS).score
+
+
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--publish", metavar="FILE", help="write the table2 set's table into FILE's block "
+                    "<!-- interleave bench profiles-table2 -->")
+    args = ap.parse_args(argv)
+    _write(OUT, profiles, "# Built-in profile: {name}. Every number's source is under provenance.\n")
+    _write(OUT / "table2", table2, "# Profile set table2: {name}, re-derived against CASSINI Table 2 "
+           "(workloads/derive_profiles.py). Every number's source is under provenance.\n")
+    print("wrote", ", ".join(sorted(profiles)), "and table2/:", ", ".join(sorted(table2)))
+    from harness.sets import emit_bench
+    emit_bench("profiles-table2", table2_md(), args.publish, "python -m workloads.derive_profiles --publish docs/workloads.md")
 
 
 if __name__ == "__main__":

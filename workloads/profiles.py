@@ -14,6 +14,12 @@ import yaml
 from harness.errors import BadValue, require_number
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+# Built-in profile sets: ``builtin`` is PROFILE_DIR; another set is a directory under it whose files
+# replace the built-in profiles of the same name (the rest are the built-in ones).
+PROFILE_SETS = {"builtin": "the profiles in workloads/profiles/ (data-parallel phases at one flat 37 Gbit/s, "
+                           "calibrated on CASSINI's Fig. 3)",
+                "table2": "the data-parallel models re-derived against CASSINI's Table 2 (communication time "
+                          "at its batch sizes: a paced lead, then the burst; workloads/profiles/table2/)"}
 PARALLELISMS = ("data", "pipeline", "tensor", "hybrid")
 PATTERNS = ("ring_allreduce", "pipeline_p2p", "tensor_allreduce", "alltoall")
 NUMERIC_TOP = ("iteration_ms", "reference_gbps", "batch_size", "workers", "model_mb")
@@ -248,17 +254,25 @@ def load_file(path, require_provenance=True):
     return from_dict(path.stem, data, str(path), require_provenance=require_provenance)
 
 
-_BUILTINS = None
+_BUILTINS = {}
 
 
-def builtins():
-    """{name: Profile} of every file in workloads/profiles/ (loaded and validated once); every number
-    of a built-in (``BUILTIN_NAMES``) needs its provenance, a file added there does not."""
-    global _BUILTINS
-    if _BUILTINS is None:
-        _BUILTINS = {p.stem: load_file(p, require_provenance=p.stem in BUILTIN_NAMES)
-                     for p in sorted(PROFILE_DIR.glob("*.yaml"))}
-    return _BUILTINS
+def set_dir(profile_set):
+    return PROFILE_DIR if profile_set == "builtin" else PROFILE_DIR / profile_set
+
+
+def builtins(profile_set="builtin"):
+    """{name: Profile} of every file in workloads/profiles/, with the files of ``profile_set``
+    (PROFILE_SETS) in place of the built-in ones of the same name (loaded and validated once); every
+    number of a built-in (``BUILTIN_NAMES``) needs its provenance, a file added there does not."""
+    if profile_set not in PROFILE_SETS:
+        raise KeyError(profile_set)
+    if profile_set not in _BUILTINS:
+        out = {} if profile_set == "builtin" else dict(builtins())
+        for p in sorted(set_dir(profile_set).glob("*.yaml")):
+            out[p.stem] = load_file(p, require_provenance=p.stem in BUILTIN_NAMES)
+        _BUILTINS[profile_set] = out
+    return _BUILTINS[profile_set]
 
 
 BUILTIN_NAMES = ("vgg11", "vgg16", "vgg19", "wideresnet101", "resnet50", "bert", "roberta", "camembert",

@@ -1,0 +1,83 @@
+"""Profile set ``table2``: the data-parallel models re-derived against CASSINI's Table 2. Each job of
+the snapshots at compatibility score >= 0.8 reproduces, alone in the simulator, the communication
+time Table 2 gives it under Th+CASSINI (its link interleaved) within 10 %; the pairs and triples
+score on CASSINI's circles close to the scores Table 2 gives them."""
+import pytest
+import yaml
+
+from harness import spec as spec_mod
+from harness.schedulers.circles import optimise
+from harness.simulate import simulate_spec
+from workloads.profiles import BUILTIN_NAMES, PROFILE_DIR, at_batch, builtins
+
+# (snapshot, model, batch, Th+CASSINI ms, Themis ms): CASSINI Table 2
+ROWS = [(1, "wideresnet101", 800, 138, 205), (1, "vgg16", 1400, 148, 199),
+        (2, "vgg19", 1400, 168, 220), (2, "vgg16", 1700, 163, 220), (2, "resnet50", 1600, 59, 55),
+        (3, "vgg19", 1024, 166, 176), (3, "vgg16", 1200, 168, 177),
+        (4, "roberta", 12, 164, 210), (4, "roberta", 12, 180, 208)]
+SCORES = {1: 1.0, 2: 1.0, 3: 0.9, 4: 0.8, 5: 0.6}
+SNAPSHOTS = {1: [("wideresnet101", 800), ("vgg16", 1400)],
+             2: [("vgg19", 1400), ("vgg16", 1700), ("resnet50", 1600)],
+             3: [("vgg19", 1024), ("vgg16", 1200)],
+             4: [("roberta", 12), ("roberta", 12)],
+             5: [("bert", 8), ("vgg19", 1400), ("wideresnet101", 800)]}
+
+
+def alone(model, batch, profile_set="table2"):
+    raw = {"name": "alone", "topology": {"name": "leafspine", "hosts_per_tor": 4}, "link": {"rate_mbps": 50},
+           "profile_set": profile_set, "scheduler": "themis",
+           "jobs": [{"name": "j", "model": model, "batch_size": batch, "workers": 2, "iterations": 20,
+                     "hosts": ["h1", "h5"]}]}
+    return simulate_spec(spec_mod.from_mapping(raw))["jobs"]["j"]
+
+
+@pytest.mark.parametrize("snap,model,batch,cassini_ms,themis_ms", ROWS,
+                         ids=[f"snapshot{r[0]}-{r[1]}-{r[2]}-{r[3]}ms" for r in ROWS])
+def test_each_interleaved_row_alone_reproduces_its_communication_time(snap, model, batch, cassini_ms, themis_ms):
+    got = alone(model, batch)["comm_ms_mean"]
+    assert got == pytest.approx(cassini_ms, rel=0.10)
+
+
+def test_the_builtin_set_misses_table2():
+    # what the set fixes: the flat 37 Gbit/s phases are 23-64 % short of Table 2 on these rows
+    for model, batch, ms in (("wideresnet101", 800, 138), ("resnet50", 1600, 59), ("vgg16", 1400, 148)):
+        assert alone(model, batch, "builtin")["comm_ms_mean"] < 0.8 * ms
+
+
+@pytest.mark.parametrize("snap", sorted(SCORES))
+def test_snapshot_scores_are_near_table2s(snap):
+    b = builtins("table2")
+    jobs = []
+    for model, batch in SNAPSHOTS[snap]:
+        p = at_batch(b[model], batch)
+        jobs.append((p.iteration_ms, [p.demand]))
+    assert optimise(jobs, capacity=50).score == pytest.approx(SCORES[snap], abs=0.1)
+
+
+def test_the_published_scores_are_the_optimisers():
+    from workloads.derive_profiles import TABLE2_SNAPSHOTS, snapshot_score
+    assert {k: (s, [tuple(j) for j in js]) for k, (s, js) in TABLE2_SNAPSHOTS.items()} == \
+        {k: (SCORES[k], SNAPSHOTS[k]) for k in SCORES}
+    assert snapshot_score(SNAPSHOTS[4], "table2") == pytest.approx(0.8, abs=0.02)
+
+
+def test_the_set_overlays_the_builtins_and_is_reproducible():
+    import workloads.derive_profiles as d
+    t2, base = builtins("table2"), builtins()
+    assert sorted(t2) == sorted(base)
+    for name in BUILTIN_NAMES:
+        f = PROFILE_DIR / "table2" / f"{name}.yaml"
+        if name in d.table2:
+            assert yaml.safe_load(f.read_text()) == d.table2[name]
+            assert t2[name].source == str(f) and t2[name].provenance["iteration_ms"]
+        else:                                   # model-parallel models: the built-in ones
+            assert not f.exists() and t2[name] is base[name]
+
+
+def test_a_spec_names_its_set_and_an_unknown_one_is_refused():
+    raw = {"name": "x", "topology": {"name": "dumbbell", "hosts_per_side": 2},
+           "jobs": [{"name": "a", "model": "vgg16"}], "profile_set": "table2"}
+    assert spec_mod.from_mapping(raw).profiles["vgg16"].comm_span_ms == pytest.approx(159.7)
+    with pytest.raises(spec_mod.SpecError) as e:
+        spec_mod.from_mapping({**raw, "profile_set": "table3"})
+    assert e.value.key == "profile_set" and "builtin | table2" in str(e.value)
