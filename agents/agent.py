@@ -35,24 +35,39 @@ import sys
 import time
 
 from agents import patterns, timing
-from agents.wire import (PACING, SLICE, Peers, Stopped, connect_deadline, exchange, lateness_ms, now,
+from agents.wire import (CONNECT_MARGIN_S, PACING, SLICE, Peers, Stopped, connect_deadline, exchange, lateness_ms, now,
                             precise_sleeps, sleep_until)
 
 
-def calibrate(peers, phases, rounds=15):
+CALIBRATION_ROUND_S = 0.01     # one calibration exchange per slot of this length, on every worker alike
+CALIBRATION_WARMUP = 2
+
+
+def calibrate(peers, phases, at=None, rounds=15):
     """Per-pattern step latency: the median time of a one-slice, unpaced transfer step.
 
-    Every worker runs the same exchanges before the start time. The median over rounds is what a
-    step typically costs on the free path (the minimum under-estimates it: measured phases then
-    overran by up to 5 %); it is taken off each step's pacing schedule, so an uncongested phase
-    lasts its profile duration while congestion still stretches it."""
+    Every worker runs the same exchanges before the start time, each round at the same instant on
+    every worker (slots of CALIBRATION_ROUND_S from ``at``, CLOCK_MONOTONIC being the machine's):
+    a worker that starts its exchange after its peers' slices are already in flight would measure
+    too little, and its peers, waiting for it, too much; unsynchronized rounds measured 0.15 ms on
+    one worker of a pair and 4 ms on the other, and on a fabric just started 4-4.6 ms on both,
+    which made every phase of that run short. The median over rounds is what a step typically
+    costs on the free path (the minimum under-estimates it: measured phases then overran by up to
+    5 %); it is taken off each step's pacing schedule, so an uncongested phase lasts its profile
+    duration while congestion still stretches it. Without ``at`` (or when its slots have passed)
+    the rounds run back to back."""
     tails = {}
+    slot = 0
     for pattern in sorted({ph["pattern"] for ph in phases}):
         times = []
-        for _ in range(rounds):
+        for r in range(CALIBRATION_WARMUP + rounds):
+            if at is not None:
+                sleep_until(at + slot * CALIBRATION_ROUND_S)
+            slot += 1
             t = now()
             _one_step(peers, pattern, SLICE, 1e12, 0.0)
-            times.append(now() - t)
+            if r >= CALIBRATION_WARMUP:
+                times.append(now() - t)
         tails[pattern] = sorted(times)[len(times) // 2]
     return tails
 
@@ -197,7 +212,7 @@ def replay(cfg, worker, out_path):
     try:
         first_start = timing.slot_time(t0, 0.0, cfg.get("first_slot", 0), it_s)
         peers.connect(deadline=connect_deadline(first_start))
-        tails = calibrate(peers, phases) if peers.n > 1 else {}
+        tails = calibrate(peers, phases, at=first_start - CONNECT_MARGIN_S + CALIBRATION_ROUND_S) if peers.n > 1 else {}
         sleep_until(first_start)
         for k in range(cfg["iterations"]):
             if inject.get(k):

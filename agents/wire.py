@@ -16,7 +16,7 @@ from agents import patterns
 SLICE = 8 * 1024          # one jumbo frame of payload: emission follows the fluid rate closely
 HEADER = struct.Struct("!I")
 PAYLOAD = b"\0" * (1 << 20)
-CONNECT_MARGIN_S = 0.3    # connections done this long before the first slot
+CONNECT_MARGIN_S = 0.7    # connections done this long before the first slot (then the step calibration)
 CONNECT_FALLBACK_S = 10.0  # ... or within this long when the first slot is less than a second away
 LATENESS = []             # seconds each timing sleep woke up after its target (the fidelity guard's timers)
 PACING = []               # the same for the pacing sleeps between slices of a flow (reported, not judged)
@@ -118,12 +118,13 @@ def send_paced(sock, n, rate_bytes, tail_s=0.0):
 
     User-space token pacing (kernel pacing let the first window out unpaced after idle gaps):
     each slice is written when a fluid flow at ``rate_bytes`` would have delivered every byte up
-    to and including it, minus ``tail_s``, the time a written slice needs to reach the receiver.
-    Under congestion sendall blocks on the full socket buffer and the transfer takes longer."""
+    to and including it, minus ``tail_s``, the time a written slice needs to reach the receiver
+    (calibrated on a full slice: the short remainder goes first, so that the last slice is a full
+    one). Under congestion sendall blocks on the full socket buffer and the transfer takes longer."""
     t0 = now()
     sent = 0
     while sent < n:
-        k = min(SLICE, n - sent)
+        k = (n % SLICE or SLICE) if sent == 0 else SLICE
         sleep_until(t0 + (sent + k) / rate_bytes - tail_s, PACING)
         sock.sendall(PAYLOAD[:k])
         sent += k

@@ -115,6 +115,8 @@ def signals(idle_per_s, agent_summaries, peak_util, allowed_util, iteration_ms_m
         "pacing_late_ms_p99_pooled": pooled_p99([s["pacing_late_ms"] for s in agent_summaries if s.get("pacing_late_ms")]),
         "timer_late_ms_allowed": round(TIMER_FRAC * iteration_ms_min, 2),
         "timer_late_ms_p99_by_agent": dict(sorted(by_agent.items(), key=lambda kv: -kv[1])),
+        "step_latency_ms_by_agent": {f"{s.get('job')}.w{s.get('worker')}": s["step_latency_ms"]
+                                     for s in agent_summaries if s.get("step_latency_ms")},
         "max_link_utilization_1s": round(peak_util, 3),
         "shaping_allowance": round(allowed_util, 3),
         "cpu_idle_per_s": [round(float(x), 3) for x in idle],
