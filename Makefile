@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PYTHONWARNINGS := ignore
 
-.PHONY: docs setup demo test test-experiments unit emulation vm-test bench clean reproduce nightly simulate-eval echelon cassini-sim cassini-leafspine
+.PHONY: docs setup demo test test-experiments unit emulation vm-test bench clean reproduce nightly simulate-eval echelon cassini-sim cassini-leafspine cassini-table2
 setup:
 	@bash scripts/setup.sh
 
@@ -31,6 +31,13 @@ simulate-eval:
 # CASSINI's evaluation on the paper's testbed (leafspine): screened in the simulator, then emulated
 cassini-sim:
 	$(PY) -m harness.cli reproduce experiments/sets/cassini-sim.yaml --simulate --out results/cassini-sim --quiet
+
+# CASSINI's Table 2 with the profile set table2: snapshot jobs alone and on their shared uplink,
+# simulated then emulated, beside the paper's communication times (harness.table2)
+cassini-table2: setup
+	$(PY) -m harness.cli reproduce experiments/sets/table2.yaml --simulate --out results/table2-sim --quiet
+	$(PY) -m harness.cli reproduce experiments/sets/table2.yaml --out results/table2 --quiet
+	$(PY) -m harness.table2 experiments/sets/table2.yaml --out results/table2 --publish results/cassini-testbed/README.md
 
 cassini-leafspine: setup
 	$(PY) -m harness.cli reproduce experiments/sets/cassini-leafspine.yaml --out results/cassini-leafspine --quiet

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "docs" / "cli.md"
 # the tools beside ``interleave``: analyses of results, generators of checked-in files, benchmarks
 TOOLS = {
-    "Analyses of results": ["harness/netcost.py", "harness/modelcheck.py", "harness/flowcheck.py", "harness/drift.py"],
+    "Analyses of results": ["harness/netcost.py", "harness/modelcheck.py", "harness/flowcheck.py", "harness/drift.py",
+                            "harness/table2.py"],
     "Generators of checked-in files": ["workloads/derive_profiles.py", "workloads/derive_sensitivity.py",
                                        "harness/clidoc.py", "harness/specref.py", "harness/resultsindex.py",
                                        "scripts/plan_outputs.py",

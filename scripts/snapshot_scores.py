@@ -16,9 +16,9 @@ sys.path.insert(0, str(ROOT))
 
 from harness.plan import Plan  # noqa: E402
 from harness.sets import emit_bench  # noqa: E402
+from workloads import table2  # noqa: E402
 
-# CASSINI (NSDI'24) Table 2, "Compatibility score" column, snapshots 1-5
-PAPER_SCORE = {1: 1.0, 2: 1.0, 3: 0.9, 4: 0.8, 5: 0.6}
+PAPER_SCORE = table2.SCORES      # CASSINI Table 2, "Compatibility score" column
 
 
 def schedule(spec, scheduler):

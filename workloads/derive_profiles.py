@@ -10,6 +10,8 @@ produced it ([I] marks an implementer decision, not the paper's content).
 """
 import yaml
 from pathlib import Path
+
+from workloads import table2 as table2_paper
 OUT = Path(__file__).resolve().parent / "profiles"
 B_EFF = 37.0
 BEFF_SRC = ("effective all-reduce rate 37 Gbit/s = VGG16's 528 MB sent in its 114 ms Up phase "
@@ -114,14 +116,10 @@ profiles["dlrm"] = {
 
 # --- profile set table2 -------------------------------------------------------------------------
 T2 = "CASSINI Table 2 (Th+CASSINI column: the model's average communication time when its link is interleaved)"
-# Table 2's Th+CASSINI communication times (ms) of the rows at compatibility score >= 0.8, whose jobs
-# are interleaved (Fig. 15(a)-(d)); snapshot 5's rows (score 0.6) run collided (Fig. 15(e)) and are
-# not a job's time alone.
-TABLE2_COMM = {"vgg16": ((148, 1, 1400), (163, 2, 1700), (168, 3, 1200)),
-               "vgg19": ((168, 2, 1400), (166, 3, 1024)),
-               "resnet50": ((59, 2, 1600),),
-               "wideresnet101": ((138, 1, 800),),
-               "roberta": ((164, 4, 12), (180, 4, 12))}
+# Table 2's Th+CASSINI communication times of the rows whose jobs ran interleaved (workloads.table2)
+TABLE2_COMM = {}
+for _row in table2_paper.INTERLEAVED:
+    TABLE2_COMM.setdefault(_row.model, []).append((_row.cassini_ms, _row.snapshot, _row.batch))
 BUCKET_MB = 25
 BUCKET_SRC = ("the lead carries DDP's first gradient bucket, 25 MB (PyTorch DistributedDataParallel's default "
               "bucket_cap_mb) x 2(N-1)/N for N=2 [I]")
@@ -132,7 +130,7 @@ WRN_MB_SRC = ("gradient volume: torchvision wide_resnet101_2, 126.9 M parameters
               "and ResNet50 entries equal their fp32 parameter size; its 243 MB for WideResNet101 would put the "
               "model's Table 2 communication at 14 Gbit/s on average against 26-29 for the other vision models) [I]")
 VGG16_T = 255                           # CASSINI Fig. 3
-ROBERTA_SCORE, LINK_GBPS = 0.8, 50.0    # Table 2 snapshot 4; §5.1
+ROBERTA_SCORE, LINK_GBPS = table2_paper.SCORES[4], 50.0    # Table 2 snapshot 4; §5.1
 
 
 def _r(x):
@@ -285,11 +283,8 @@ def table2_md():
     return "\n".join(rows) + "\n"
 
 
-TABLE2_SNAPSHOTS = {1: (1.0, [("wideresnet101", 800), ("vgg16", 1400)]),
-                    2: (1.0, [("vgg19", 1400), ("vgg16", 1700), ("resnet50", 1600)]),
-                    3: (0.9, [("vgg19", 1024), ("vgg16", 1200)]),
-                    4: (0.8, [("roberta", 12), ("roberta", 12)]),
-                    5: (0.6, [("bert", 8), ("vgg19", 1400), ("wideresnet101", 800)])}
+TABLE2_SNAPSHOTS = {n: (score, [(r.model, r.batch) for r in table2_paper.snapshot(n)])
+                    for n, score in table2_paper.SCORES.items()}
 
 
 def snapshot_score(jobs, profile_set):

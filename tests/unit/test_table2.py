@@ -10,17 +10,9 @@ from harness.schedulers.circles import optimise
 from harness.simulate import simulate_spec
 from workloads.profiles import BUILTIN_NAMES, PROFILE_DIR, at_batch, builtins
 
-# (snapshot, model, batch, Th+CASSINI ms, Themis ms): CASSINI Table 2
-ROWS = [(1, "wideresnet101", 800, 138, 205), (1, "vgg16", 1400, 148, 199),
-        (2, "vgg19", 1400, 168, 220), (2, "vgg16", 1700, 163, 220), (2, "resnet50", 1600, 59, 55),
-        (3, "vgg19", 1024, 166, 176), (3, "vgg16", 1200, 168, 177),
-        (4, "roberta", 12, 164, 210), (4, "roberta", 12, 180, 208)]
-SCORES = {1: 1.0, 2: 1.0, 3: 0.9, 4: 0.8, 5: 0.6}
-SNAPSHOTS = {1: [("wideresnet101", 800), ("vgg16", 1400)],
-             2: [("vgg19", 1400), ("vgg16", 1700), ("resnet50", 1600)],
-             3: [("vgg19", 1024), ("vgg16", 1200)],
-             4: [("roberta", 12), ("roberta", 12)],
-             5: [("bert", 8), ("vgg19", 1400), ("wideresnet101", 800)]}
+from workloads import table2
+
+ROWS = [(r.snapshot, r.model, r.batch, r.cassini_ms) for r in table2.INTERLEAVED]
 
 
 def alone(model, batch, profile_set="table2"):
@@ -31,9 +23,9 @@ def alone(model, batch, profile_set="table2"):
     return simulate_spec(spec_mod.from_mapping(raw))["jobs"]["j"]
 
 
-@pytest.mark.parametrize("snap,model,batch,cassini_ms,themis_ms", ROWS,
+@pytest.mark.parametrize("snap,model,batch,cassini_ms", ROWS,
                          ids=[f"snapshot{r[0]}-{r[1]}-{r[2]}-{r[3]}ms" for r in ROWS])
-def test_each_interleaved_row_alone_reproduces_its_communication_time(snap, model, batch, cassini_ms, themis_ms):
+def test_each_interleaved_row_alone_reproduces_its_communication_time(snap, model, batch, cassini_ms):
     got = alone(model, batch)["comm_ms_mean"]
     assert got == pytest.approx(cassini_ms, rel=0.10)
 
@@ -47,7 +39,8 @@ def test_the_builtin_set_misses_table2():
 def scores(profile_set):
     b = builtins(profile_set)
     out = {}
-    for snap, js in SNAPSHOTS.items():
+    for snap in table2.SCORES:
+        js = [(r.model, r.batch) for r in table2.snapshot(snap)]
         jobs = [(p.iteration_ms, [p.demand]) for p in (at_batch(b[m], batch) for m, batch in js)]
         out[snap] = optimise(jobs, capacity=50).score
     return out
@@ -57,18 +50,16 @@ def test_snapshot_scores_follow_table2s():
     """Scores fall from snapshot 1 to 5 as Table 2's do, 0.05 off them on average (snapshot 5: 0.72
     against 0.6); the builtin set is 0.12 off on average and scores snapshot 5 above 2 and 4."""
     got = scores("table2")
-    off = [abs(got[k] - SCORES[k]) for k in SCORES]
+    off = [abs(got[k] - table2.SCORES[k]) for k in table2.SCORES]
     assert sum(off) / len(off) <= 0.05, got
     assert all(got[k] >= got[k + 1] - 1e-9 for k in range(1, 5)), got
     base = scores("builtin")
-    assert sum(abs(base[k] - SCORES[k]) for k in SCORES) / len(SCORES) > 0.1
+    assert sum(abs(base[k] - table2.SCORES[k]) for k in table2.SCORES) / len(table2.SCORES) > 0.1
 
 
-def test_the_published_scores_are_the_optimisers():
-    from workloads.derive_profiles import TABLE2_SNAPSHOTS, snapshot_score
-    assert {k: (s, [tuple(j) for j in js]) for k, (s, js) in TABLE2_SNAPSHOTS.items()} == \
-        {k: (SCORES[k], SNAPSHOTS[k]) for k in SCORES}
-    assert snapshot_score(SNAPSHOTS[4], "table2") == pytest.approx(0.8, abs=0.02)
+def test_the_roberta_pair_scores_as_in_table2():
+    from workloads.derive_profiles import snapshot_score
+    assert snapshot_score([("roberta", 12), ("roberta", 12)], "table2") == pytest.approx(table2.SCORES[4], abs=0.02)
 
 
 def test_the_set_overlays_the_builtins_and_is_reproducible():
