@@ -48,10 +48,9 @@ def calibrate(peers, phases, at=None, rounds=15):
 
     Every worker runs the same exchanges before the start time, each round at the same instant on
     every worker (slots of CALIBRATION_ROUND_S from ``at``, CLOCK_MONOTONIC being the machine's):
-    a worker that starts its exchange after its peers' slices are already in flight would measure
-    too little, and its peers, waiting for it, too much; unsynchronized rounds measured 0.15 ms on
-    one worker of a pair and 4 ms on the other, and on a fabric just started 4-4.6 ms on both,
-    which made every phase of that run short. The median over rounds is what a step typically
+    a worker that starts its exchange after its peers' slices are already in flight measures too
+    little, and its peers, waiting for it, too much (on a fabric just started, too much on every
+    worker: every phase of the run then ran short). The median over rounds is what a step typically
     costs on the free path (the minimum under-estimates it: measured phases then overran by up to
     5 %); it is taken off each step's pacing schedule, so an uncongested phase lasts its profile
     duration while congestion still stretches it. Without ``at`` (or when its slots have passed)

@@ -115,7 +115,6 @@ profiles["dlrm"] = {
 
 
 # --- profile set table2 -------------------------------------------------------------------------
-T2 = "CASSINI Table 2 (Th+CASSINI column: the model's average communication time when its link is interleaved)"
 # Table 2's Th+CASSINI communication times of the rows whose jobs ran interleaved (workloads.table2)
 TABLE2_COMM = {}
 for _row in table2_paper.INTERLEAVED:
@@ -211,7 +210,7 @@ for _m, _mb, _mb_src in (("vgg19", 549, MEM_SRC + " = its fp32 parameter size"),
 # WideResNet101 (batch 800) iterates as VGG16 (batch 1400): §2.2 interleaves the two perfectly with
 # VGG16 shifted 150 ms, Table 2 scores them 1.0 and Themis's collision persists there (1.49x / 1.34x);
 # at the FLOPs-scaled 218 ms the two periods slide through each other and collide 1.14x (simulated
-# and emulated: results/cassini-testbed, "Table 2").
+# and emulated: results/cassini-testbed, "Table 2 with the profile set table2").
 _cw, _cw_src = table2_comm("wideresnet101")
 table2["wideresnet101"] = table2_dp(
     "wideresnet101", profiles["wideresnet101"], WRN_MB, WRN_MB_SRC, _cw, _cw_src, VGG16_T - _cw,
