@@ -1,8 +1,8 @@
 """CASSINI's Table 2 beside a set's runs: each snapshot job's communication time (comm_ms_mean, first
 phase start to last phase end, mean over the kept repeats with its 95 % interval) against the
-column Table 2 gives it (workloads.table2; Themis's for a run under themis, Th+CASSINI's for one under themis+cassini
-and for a job run alone), emulated (``--out``) and simulated (``<out>-sim`` when it holds the set's
-runs), with the deviation from the paper. A run entry's label names its snapshot (``snapshot1``,
+column Table 2 (workloads.table2) gives it: Themis's for a run under themis, Th+CASSINI's for one
+under themis+cassini and for a job run alone; emulated (``--out``) and simulated (``<out>-sim``
+when it holds the set's runs), with the deviation from the paper. A run entry's label names its snapshot (``snapshot1``,
 ``snapshot1-bg0.10``) or ``alone`` (snapshots 1 and 2, every job on links of its own).
 
     python -m harness.table2 experiments/sets/table2.yaml --out results/table2 [--publish results/cassini-testbed/README.md]
@@ -74,7 +74,8 @@ def render(st, out):
              + ", excluded by the fidelity guard), and its deviation from the paper's.", "",
              "| run | scheduler | job | Table 2 | emulated | off | simulated | off |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for key in sorted(set(emu) | set(sim), key=lambda k: ([r["name"] for r in st["runs"]].index(k[0]), k[1], k[2])):
+    order = {r["name"]: i for i, r in enumerate(st["runs"])}
+    for key in sorted(set(emu) | set(sim), key=lambda k: (order[k[0]], k[1], k[2])):
         label, s, job = key
         p = paper_ms(label, s, job)
         if p is None:
