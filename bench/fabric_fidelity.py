@@ -43,8 +43,10 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def vswitchd_pid():
-    return int(Path("/run/openvswitch/ovs-vswitchd.pid").read_text())
+def cpu_times():
+    """(idle, total) jiffies of the whole machine, from /proc/stat."""
+    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return f[3] + f[4], sum(f[:8])
 
 
 def sampling(path, period_s, wall_s):
@@ -73,7 +75,7 @@ def run_one(topology, rate, seconds, omit, mtu, backends, telemetry_ms=None):
     pairs = [(topo.hosts[i], topo.hosts[(i + n // 2) % n]) for i in range(n)]
     with RunLock() as lock:
         fab = Fabric(topo, lock.ledger, lock.dir, datapath=backends["datapath"], marker=backends["ecn_marker"],
-                     cc=backends["congestion_control"])
+                     cc=backends["congestion_control"], instances=backends["vswitchd_instances"])
         t0 = time.monotonic()
         fab.start()
         build = time.monotonic() - t0
@@ -90,8 +92,8 @@ def run_one(topology, rate, seconds, omit, mtu, backends, telemetry_ms=None):
                 from harness.telemetry import Telemetry
                 tmpdir = tempfile.mkdtemp(prefix="interleave-bench-")     # removed below, run or not
                 tm = Telemetry(fab, tmpdir, period_ms=telemetry_ms, marker=False).start()
-            vpid = vswitchd_pid()
-            c0, w0 = cpu_seconds(vpid), time.monotonic()
+            vpids = [inst.pid() for inst in fab.instances]
+            c0, w0, m0 = sum(cpu_seconds(p) for p in vpids), time.monotonic(), cpu_times()
             clients = [fab.net.get(s).popen(["iperf3", "-c", topo.ip(d), "-p", str(5201 + i), "-t",
                                               str(seconds), "-O", str(omit), "-J"])
                        for i, (s, d) in enumerate(pairs)]
@@ -102,8 +104,9 @@ def run_one(topology, rate, seconds, omit, mtu, backends, telemetry_ms=None):
                     got.append(json.loads(out)["end"]["sum_received"]["bits_per_second"])
                 except (ValueError, KeyError):
                     got.append(0.0)
-            wall = time.monotonic() - w0
-            cpu = (cpu_seconds(vpid) - c0) / wall
+            wall, m1 = time.monotonic() - w0, cpu_times()
+            cpu = (sum(cpu_seconds(p) for p in vpids) - c0) / wall
+            idle = (m1[0] - m0[0]) / max(1, m1[1] - m0[1])
             samp = (None, None)
             if tm:
                 tm.stop()
@@ -127,7 +130,8 @@ def run_one(topology, rate, seconds, omit, mtu, backends, telemetry_ms=None):
             "aggregate_mbps": round(sum(got) / 1e6, 1), "ideal_mbps": round(ideal_goodput / 1e6, 1),
             "fidelity": round(sum(got) / ideal_goodput, 3),
             "min_flow_mbps": round(min(got) / 1e6, 2), "max_flow_mbps": round(max(got) / 1e6, 2),
-            "vswitchd_cpu": round(cpu, 2), "build_s": round(build, 2), "teardown_s": round(teardown, 2),
+            "vswitchd_instances": backends["vswitchd_instances"], "cpu_model": capacity.machine().get("cpu"),
+            "vswitchd_cpu": round(cpu, 2), "cpu_idle": round(idle, 3), "build_s": round(build, 2), "teardown_s": round(teardown, 2),
             "telemetry_ms": telemetry_ms, "sample_interval_ms": samp[0], "samples_received": samp[1]}
 
 
@@ -146,6 +150,8 @@ def main():
     ap.add_argument("--omit", type=int, default=2)
     ap.add_argument("--datapath", choices=["kernel", "user"], help="override the doctor's choice")
     ap.add_argument("--ecn-marker", choices=["red", "bpf"], help="override the doctor's choice")
+    ap.add_argument("--vswitchd-instances", type=int, help="ovs-vswitchd processes sharing the switches "
+                    "(userspace datapath; override the doctor's choice)")
     ap.add_argument("--json", help="also write the rows to this file")
     ap.add_argument("--reference", action="store_true", help="also write the rows as the reference host's "
                     "(results/fabric-fidelity/DATAPATH.json: what a run on an unmeasured machine is warned by)")
@@ -157,7 +163,7 @@ def main():
         sys.exit("bench needs root: sudo .venv/bin/python bench/fabric_fidelity.py")
     findings = probe.doctor()
     try:
-        backends = probe.resolve(findings, args.datapath, args.ecn_marker)
+        backends = probe.resolve(findings, args.datapath, args.ecn_marker, instances=args.vswitchd_instances)
         probe.require_ready(findings)
     except InterleaveError as exc:
         sys.exit(f"fabric_fidelity: {exc}")
@@ -184,39 +190,45 @@ def main():
         emit_bench("telemetry-polling", "# telemetry polling\n\n" + "\n".join(lines) + "\n", args.publish,
                    "sudo .venv/bin/python bench/fabric_fidelity.py " + " ".join(sys.argv[1:]))
         return
-    lines = [f"{args.topology}, {args.repeats} run(s) per link rate, datapath {backends['datapath']}, ECN marker "
-             f"{backends['ecn_marker']}, {backends['congestion_control']}+ECN, {os.cpu_count()} CPU(s); "
-             f"ranges over the runs. Own share = a flow's goodput / its max-min rate.", "",
+    m, n = capacity.machine(), backends["vswitchd_instances"]
+    lines = [f"{args.topology}, {args.repeats} run(s) per link rate, datapath {backends['datapath']}"
+             f"{f' in {n} ovs-vswitchd instances' if n > 1 else ''}, ECN marker "
+             f"{backends['ecn_marker']}, {backends['congestion_control']}+ECN; {m['cores']} CPU(s) ({m['cpu']}); "
+             f"ranges over the runs. Own share = a flow's goodput / its max-min rate; vswitchd CPU in cores, "
+             f"summed over the instances; CPU idle = the machine's idle share during the flows.", "",
              "| link | flows | aggregate / max-min ideal (Mbit/s) | fidelity | worst flow's own share | "
-             "Jain index | slowest..fastest flow (Mbit/s) | vswitchd CPU | build | teardown |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "Jain index | slowest..fastest flow (Mbit/s) | vswitchd CPU | CPU idle | build | teardown |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for rate in (float(r) for r in args.rates.split(",")):
         rs = []
         for i in range(args.repeats):
             rs.append(run_one(args.topology, rate, args.seconds, args.omit, args.mtu, backends))
             r = rs[-1]
             print(f"{rate:g} Mbit/s run {i + 1}/{args.repeats}: fidelity {r['fidelity']}, worst flow "
-                  f"{r['worst_flow_share']}, Jain {r['jain_index']}", file=sys.stderr, flush=True)
+                  f"{r['worst_flow_share']}, Jain {r['jain_index']}, vswitchd CPU {r['vswitchd_cpu']}, "
+                  f"CPU idle {r['cpu_idle']}", file=sys.stderr, flush=True)
         rows += rs
         lines.append(f"| {rate:g} Mbit/s | {rs[0]['flows']} | {span([r['aggregate_mbps'] for r in rs], '{:.1f}')} / "
                      f"{rs[0]['ideal_mbps']} | {span([r['fidelity'] for r in rs])} | "
                      f"{span([r['worst_flow_share'] for r in rs])} | {span([r['jain_index'] for r in rs])} | "
                      f"{min(r['min_flow_mbps'] for r in rs)}..{max(r['max_flow_mbps'] for r in rs)} | "
                      f"{span([r['vswitchd_cpu'] for r in rs], '{:.0%}')} | "
+                     f"{span([r['cpu_idle'] for r in rs], '{:.0%}')} | "
                      f"{span([r['build_s'] for r in rs], '{:.1f}')} s | {span([r['teardown_s'] for r in rs], '{:.1f}')} s |")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    capacity.record(rows, backends["datapath"], measured_utc=when)
+    key = capacity.key(backends["datapath"], n)
+    capacity.record(rows, key, measured_utc=when)
     print(f"recorded as this machine's measurement: {capacity.MACHINE_RECORD}", file=sys.stderr)
     if args.reference:
-        ref = capacity.REFERENCE_DIR / f"{backends['datapath']}.json"
+        ref = capacity.REFERENCE_DIR / f"{key}.json"
         ref.parent.mkdir(parents=True, exist_ok=True)
         ref.write_text(json.dumps({"machine": capacity.machine(), "measured_utc": when, "rows": rows,
                                    "command": "sudo .venv/bin/python bench/fabric_fidelity.py " + " ".join(sys.argv[1:])},
                                   indent=2) + "\n")
         print(f"written as the reference host's: {ref}", file=sys.stderr)
-    emit_bench(f"fabric-fidelity-{backends['datapath']}", "# fabric fidelity\n\n" + "\n".join(lines) + "\n", args.publish,
+    emit_bench(f"fabric-fidelity-{key}", "# fabric fidelity\n\n" + "\n".join(lines) + "\n", args.publish,
                "sudo .venv/bin/python bench/fabric_fidelity.py " + " ".join(sys.argv[1:]))
 
 

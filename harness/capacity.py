@@ -4,7 +4,7 @@ it, and the warning a run gets when its links are faster.
 A measurement is the benchmark's rows (24 long TCP flows, a permutation across the fat-tree, 3
 repeats per link rate): ``fidelity`` is a run's aggregate goodput over the max-min ideal. A rate is
 *faithful* when every repeat there reached ``FAITHFUL``. The benchmark records its rows for the
-machine it ran on in ``MACHINE_RECORD`` (per datapath, with the machine's CPU, core count and kernel),
+machine it ran on in ``MACHINE_RECORD`` (per datapath and vswitchd instances, ``key``, with the machine's CPU, core count and kernel),
 and with ``--reference`` in ``REFERENCE_DIR`` (the repository's reference host, whose figures
 docs/machines.md publishes). A run reads this machine's record, else the reference host's.
 """
@@ -31,6 +31,12 @@ def machine():
     except OSError:
         pass
     return {"cpu": model, "cores": os.cpu_count(), "kernel": platform.release()}
+
+
+def key(datapath, instances=1):
+    """The name a measurement is kept under: the datapath, and the number of ovs-vswitchd instances
+    when more than one shares the switches (``user-x2``)."""
+    return datapath if instances <= 1 else f"{datapath}-x{instances}"
 
 
 def by_rate(rows):

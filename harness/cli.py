@@ -76,14 +76,15 @@ def cmd_netcheck(args):
     findings = probe.doctor()
     if not findings["root"]:
         raise EnvError("netcheck builds a network and needs root", "run it with sudo")
-    backends = probe.resolve(findings, args.datapath, args.ecn_marker, delay=args.delay_ms > 0)
+    backends = probe.resolve(findings, args.datapath, args.ecn_marker, delay=args.delay_ms > 0,
+                             instances=args.vswitchd_instances)
     probe.require_ready(findings)
     with RunLock(log=log) as lock:
         log(f"netcheck: {topo.name}, {len(topo.hosts)} hosts, {len(topo.switches)} switches; "
             f"datapath {backends['datapath']}, ECN marker {backends['ecn_marker']}, "
             f"{backends['congestion_control']}+ECN")
         with Fabric(topo, lock.ledger, lock.dir, datapath=backends["datapath"], marker=backends["ecn_marker"],
-                    cc=backends["congestion_control"], log=log) as fab:
+                    cc=backends["congestion_control"], instances=backends["vswitchd_instances"], log=log) as fab:
             checks = run_checks(fab, log)
     result = {"topology": topo.summary(), "link": topo.links[0].params.to_dict(), "backends": backends,
               "host_settings": fab.settings, "checks": checks, "ok": all(c["ok"] for c in checks),
@@ -246,7 +247,7 @@ def cmd_run(args):
         f"({len(spec.topology.hosts)} hosts, {spec.link.rate_mbps:g} Mbit/s) -> {out}")
     try:
         summary = run(spec, out, quiet=args.quiet, datapath=args.datapath, ecn_marker=args.ecn_marker, log=log,
-                      replace=args.force)
+                      replace=args.force, instances=args.vswitchd_instances)
     except ScheduleError as exc:
         raise UsageError(f"{args.spec}: {exc}")
     t = summary["totals"]
@@ -421,6 +422,8 @@ def build_parser():
                    help="one-way propagation delay of every link (default 0; needs sch_netem)")
     p.add_argument("--datapath", choices=["kernel", "user"], help="override the doctor's choice")
     p.add_argument("--ecn-marker", choices=["red", "bpf"], help="override the doctor's choice")
+    p.add_argument("--vswitchd-instances", type=int, metavar="N", help="ovs-vswitchd processes sharing the "
+                   "switches (userspace datapath; override the doctor's choice)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_plugin_arg(p)
     p.set_defaults(func=cmd_netcheck)
@@ -451,6 +454,8 @@ def build_parser():
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--datapath", choices=["kernel", "user"], help="override the doctor's choice")
     p.add_argument("--ecn-marker", choices=["red", "bpf"], help="override the doctor's choice")
+    p.add_argument("--vswitchd-instances", type=int, metavar="N", help="ovs-vswitchd processes sharing the "
+                   "switches (userspace datapath; override the doctor's choice)")
     p.add_argument("--json", action="store_true", help="print summary.json")
     p.add_argument("--force", action="store_true", help="replace the results already in the --out directory "
                    "(by default a directory that exists is refused)")

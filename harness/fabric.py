@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import vswitchd
+from harness import ovsinstance, vswitchd
 from harness.errors import EnvError, InterleaveError
 from harness.qdisc import MARKERS, htb_cmds
 from harness.routing import compute_routes
@@ -98,9 +98,14 @@ class Fabric:
     """A running emulated network. Use as a context manager, or call start()/stop()."""
 
     def __init__(self, topo, ledger, state_dir, datapath="user", marker="bpf", cc="cubic",
-                 pins=None, log=lambda msg: None):
+                 pins=None, instances=1, log=lambda msg: None):
         self.topo, self.ledger, self.state_dir = topo, ledger, Path(state_dir)
         self.datapath, self.cc, self.log = datapath, cc, log
+        if instances > 1 and datapath != "user":
+            raise EnvError(f"{instances} ovs-vswitchd instances are for the userspace datapath, not {datapath}",
+                           "run with one instance, or --datapath user")
+        self.instances = ovsinstance.instances(instances, self.state_dir)
+        self.instance_of = {s: self.instances[i] for s, i in ovsinstance.assign(topo.switches, instances).items()}
         self.marker = MARKERS[marker]() if isinstance(marker, str) else marker
         if not getattr(self.marker, "per_job_queues", False) and any(l.params.sharing != "fifo" for l in topo.links):
             raise EnvError(f"link.sharing fair and priority are built for the bpf ECN marker only, not {self.marker.name}",
@@ -146,8 +151,12 @@ class Fabric:
     def start(self):
         t0 = time.monotonic()
         self._record_plan()
+        for inst in self.instances[1:]:
+            inst.start(self.ledger, self.log)
         if self.datapath == "user":
             self.settings["vswitchd_group_nice"] = vswitchd.raise_group(self.ledger, self.log)
+            for inst in self.instances[1:]:
+                vswitchd.raise_group(self.ledger, self.log, of=inst.pid())
         self._start_controller()
         self._build_mininet()
         t_net = time.monotonic()
@@ -210,6 +219,7 @@ class Fabric:
         from mininet.log import setLogLevel
         from mininet.net import Mininet
         from mininet.node import OVSSwitch, RemoteController
+        from mininet.util import errRun
 
         setLogLevel("error")
         run_id = self.ledger.run_id
@@ -224,6 +234,32 @@ class Fabric:
 
             def bridgeOpts(self):
                 return super().bridgeOpts() + f" external_ids:interleave-run={run_id}"
+
+        def instance_class(inst):
+            """The switch class of an extra OVS instance: every ovs-* command it runs goes to that instance
+            (Mininet groups switches by class for its batched start and stop)."""
+            def run_there(cmd, *args, **kw):
+                return errRun(inst.shell(cmd), *args, shell=True)
+
+            class InstanceSwitch(TaggedOVSSwitch):
+                def startShell(self, *args, **kw):
+                    super().startShell(*args, **kw)
+                    self.cmd(f"export OVS_RUNDIR={inst.rundir}")
+
+                def bridgeOpts(self):
+                    return super().bridgeOpts().replace("datapath_type=netdev", f"datapath_type={inst.datapath_type}")
+
+                @classmethod
+                def batchStartup(cls, switches, run=errRun):
+                    return super().batchStartup(switches, run=run_there)
+
+                @classmethod
+                def batchShutdown(cls, switches, run=errRun):
+                    return super().batchShutdown(switches, run=run_there)
+            InstanceSwitch.__name__ = InstanceSwitch.__qualname__ = f"OVSSwitch_{inst.rundir.name}"
+            return InstanceSwitch
+
+        classes = {inst: instance_class(inst) if inst.rundir else TaggedOVSSwitch for inst in self.instances}
 
         class ReadyController(RemoteController):
             """The controller is known to be up (its control socket answered): Mininet's own check
@@ -240,7 +276,7 @@ class Fabric:
             node = net.addHost(h, ip=f"{self.topo.ip(h)}/8", mac=self.topo.mac(h))
             self.ledger.add_namespace(node.pid, h)
         for s in self.topo.switches:
-            net.addSwitch(self.bridge(s), cls=TaggedOVSSwitch, dpid=f"{self.topo.dpid(s):016x}",
+            net.addSwitch(self.bridge(s), cls=classes[self.instance_of[s]], dpid=f"{self.topo.dpid(s):016x}",
                           datapath=self.datapath, protocols="OpenFlow13", batch=True)
         for link in self.topo.links:
             a = net.get(self.bridge(link.a) if link.a in self.topo.switches else link.a)
@@ -287,10 +323,14 @@ class Fabric:
         ports = self.switch_ports()
         mtus = {dev: p.mtu for dev, p, *_ in ports}
         _run(["ip", "-batch", "-"], input="".join(f"link set {d} mtu {m}\n" for d, m in mtus.items()))
-        vs = ["ovs-vsctl", "--timeout=20"]
-        for dev, mtu in mtus.items():
-            vs += ["--", "set", "interface", dev, f"mtu_request={mtu}"]
-        _run(vs)
+        owner = {self.port_dev(frm, port): frm for link in self.topo.links
+                 for _did, frm, _to, port in link.directions() if frm in self.topo.switches}
+        for inst in self.instances:
+            vs = inst.tool("ovs-vsctl", "--timeout=20")
+            for dev, mtu in mtus.items():
+                if self.instance_of[owner[dev]] is inst:
+                    vs += ["--", "set", "interface", dev, f"mtu_request={mtu}"]
+            _run(vs)
         for dev in mtus:
             subprocess.run(["ethtool", "-K", dev, *OFFLOADS], capture_output=True)
         cmds = []
@@ -321,8 +361,8 @@ class Fabric:
         walked hop by hop: {"src>dst": path or None}."""
         from controllers.flows import COOKIE_ROUTE
         from harness.routing import parse_route_flows, walk_flows
-        tables = {s: parse_route_flows(_run(["ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-flows",
-                                             self.bridge(s)]), COOKIE_ROUTE) for s in self.topo.switches}
+        tables = {s: parse_route_flows(_run(self.instance_of[s].tool("ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-flows",
+                                             self.bridge(s))), COOKIE_ROUTE) for s in self.topo.switches}
         return {f"{a}>{b}": walk_flows(self.topo, tables, a, b) for (a, b) in self.routes}
 
     def switch_ce_counters(self):
@@ -330,8 +370,9 @@ class Fabric:
         themselves (``ovs-ofctl dump-flows``), as the controller's samples report them."""
         from controllers.flows import COOKIE_CE
         from harness.routing import parse_ce_flows
-        return {self.topo.dpid(s): parse_ce_flows(_run(["ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-flows",
-                                                        self.bridge(s), f"cookie={COOKIE_CE:#x}/-1"]), COOKIE_CE)
+        return {self.topo.dpid(s): parse_ce_flows(_run(self.instance_of[s].tool(
+                    "ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-flows", self.bridge(s),
+                    f"cookie={COOKIE_CE:#x}/-1")), COOKIE_CE)
                 for s in self.topo.switches}
 
     def pin(self, src, dst, path):
@@ -377,5 +418,7 @@ class Fabric:
                 self.controller.kill()
                 self.controller.wait()
             self.controller = None
+        for inst in self.instances[1:]:
+            inst.stop()
         self.marker.cleanup()
         self.timings["teardown_s"] = time.monotonic() - t0

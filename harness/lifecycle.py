@@ -22,6 +22,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -93,7 +94,7 @@ class Ledger:
         self.path = Path(path)
         self.data = data or {"pid": os.getpid(), "run_id": f"{os.getpid()}-{int(time.time())}",
                              "started": time.time(), "processes": [], "namespaces": [], "bridges": [],
-                             "links": [], "files": [], "bpf_pins": [], "sysctls": [], "autogroups": []}
+                             "links": [], "files": [], "dirs": [], "bpf_pins": [], "sysctls": [], "autogroups": []}
 
     @classmethod
     def load(cls, path):
@@ -112,7 +113,7 @@ class Ledger:
         os.replace(tmp, self.path)
 
     def add(self, kind, item):
-        if item not in self.data[kind]:
+        if item not in self.data.setdefault(kind, []):
             self.data[kind].append(item)
             self._save()
 
@@ -160,8 +161,8 @@ class Ledger:
 
     def _clean(self, log):
         d, run_id = self.data, self.data["run_id"]
-        keep = {k: [] for k in ("processes", "namespaces", "bridges", "links", "files", "bpf_pins", "sysctls",
-                                "autogroups")}
+        keep = {k: [] for k in ("processes", "namespaces", "bridges", "links", "files", "dirs", "bpf_pins",
+                                "sysctls", "autogroups")}
         for rec in d["processes"]:
             if _same_process(rec):
                 log(f"stopping {rec['what']} (pid {rec['pid']})")
@@ -215,6 +216,10 @@ class Ledger:
                     pass
                 except OSError:
                     keep[kind].append(p)
+        for p in d.get("dirs", []):
+            shutil.rmtree(p, ignore_errors=True)
+            if Path(p).exists():
+                keep["dirs"].append(p)
         d.update(keep)
         return [f"{k}: {x.get('what', x.get('key', x)) if isinstance(x, dict) else x}"
                 for k, items in keep.items() for x in items]

@@ -173,11 +173,11 @@ STALL_WINDOW_S = 0.1    # ecn_idle's CPU windows where vswitchd's run-queue wait
 WAIT_SAMPLE_S = 0.005   # how often the stall watcher reads vswitchd's run-queue wait
 
 
-def vswitchd_schedstat():
-    """/proc/PID/schedstat of ovs-vswitchd's main thread (the userspace datapath's forwarding loop),
-    or None where it cannot be read."""
+def vswitchd_schedstat(pid=None):
+    """/proc/PID/schedstat of ovs-vswitchd's main thread (the userspace datapath's forwarding loop;
+    the system's vswitchd, or the one of ``pid``), or None where it cannot be read."""
     from harness import vswitchd
-    p = vswitchd.pid()
+    p = pid or vswitchd.pid()
     if p is None:
         return None
     try:
@@ -188,14 +188,16 @@ def vswitchd_schedstat():
         return None
 
 
-def forwarding_threads(user_datapath=True):
-    """{name: schedstat path} of the threads that move an emulated packet: ovs-vswitchd's main
-    thread (userspace datapath) and each CPU's ksoftirqd (softirqs deferred under load: the veth
-    receive backlog and HTB's dequeue run there)."""
+def forwarding_threads(user_datapath=True, instances=None):
+    """{name: schedstat path} of the threads that move an emulated packet: the main thread of each
+    ovs-vswitchd of ``instances`` (harness.ovsinstance; default the system's; userspace datapath) and
+    each CPU's ksoftirqd (softirqs deferred under load: the veth receive backlog and HTB's dequeue
+    run there)."""
     out = {}
-    path = vswitchd_schedstat() if user_datapath else None
-    if path is not None:
-        out["ovs-vswitchd"] = path
+    for inst in (instances or [None]) if user_datapath else []:
+        path = vswitchd_schedstat(inst.pid() if inst else None)
+        if path is not None:
+            out["ovs-vswitchd" + (f"/{inst.rundir.name}" if inst and inst.rundir else "")] = path
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -410,17 +412,22 @@ def datapath_counters(fab):
     signal): dpctl's per-port drops and errors and lost upcalls, plus the packets the userspace
     datapath's receive sockets dropped (``datapath_rx_drops``); and, reported beside them, its
     lookups (hit / missed), its flows, the userspace datapath's cache and classifier hits
-    (``parse_pmd_stats``) and the CPU time ovs-vswitchd has used (``vswitchd_cpu_s``)."""
+    (``parse_pmd_stats``) and the CPU time ovs-vswitchd has used (``vswitchd_cpu_s``); each summed
+    over the fabric's OVS instances."""
     import subprocess
 
-    from harness import vswitchd
+    from harness.ovsinstance import Instance
     ports = {dev for dev, *_ in fab.switch_ports()}
-    text = subprocess.run(["ovs-appctl", "dpctl/show", "-s"], capture_output=True, text=True).stdout
-    c = parse_dpctl_stats(text, ports)
-    c.update(parse_pmd_stats(subprocess.run(["ovs-appctl", "dpif-netdev/pmd-stats-show"],
-                                            capture_output=True, text=True).stdout))
+    c = {}
+    for inst in getattr(fab, "instances", None) or [Instance()]:
+        one = parse_dpctl_stats(subprocess.run(inst.tool("ovs-appctl", "dpctl/show", "-s"), capture_output=True,
+                                               text=True).stdout, ports)
+        one.update(parse_pmd_stats(subprocess.run(inst.tool("ovs-appctl", "dpif-netdev/pmd-stats-show"),
+                                                  capture_output=True, text=True).stdout))
+        one["vswitchd_cpu_s"] = process_cpu_s(inst.pid())
+        for k, v in one.items():
+            c[k] = None if v is None or (k in c and c[k] is None) else c.get(k, 0) + v
     c["socket_dropped"] = sum(n for dev, n in datapath_rx_drops().items() if dev in ports)
-    c["vswitchd_cpu_s"] = process_cpu_s(vswitchd.pid())
     return c
 
 
@@ -522,7 +529,7 @@ class KeepUpWatch:
         self.pace_bps, self.frame_bytes = pace_bps, params.mtu + ETH_HEADER
         self.truesize = TRUESIZE_BY_MTU.get(params.mtu)
         user = getattr(fab, "datapath", "user") == "user"
-        threads = forwarding_threads(user)
+        threads = forwarding_threads(user, getattr(fab, "instances", None))
         threads = {**threads, **steal_clocks()} if threads else threads
         self.idle_of = cpu_sampler(STALL_WINDOW_S)
         self.waits = stall_watcher(threads, drain=(params.rate_bps - pace_bps) / pace_bps)

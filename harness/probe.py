@@ -5,9 +5,11 @@ without waiting: while a run holds it, the BPF probe is skipped (``null``) so th
 the run's pinned maps. Without root they are reported as ``null`` (unknown) and the choice is
 predicted from what can be read (``/sys/module``, ``/proc``).
 
-Backends (chosen by name, overridable with ``--datapath`` / ``--ecn-marker``):
-  datapath   ``kernel`` (openvswitch module) | ``user`` (OVS userspace datapath, netdev)
-  ecn_marker ``red`` (tc RED, step marking) | ``bpf`` (tc clsact BPF virtual queue)
+Backends (chosen by name, overridable with ``--datapath`` / ``--ecn-marker`` / ``--vswitchd-instances``):
+  datapath            ``kernel`` (openvswitch module) | ``user`` (OVS userspace datapath, netdev)
+  ecn_marker          ``red`` (tc RED, step marking) | ``bpf`` (tc clsact BPF virtual queue)
+  vswitchd_instances  with ``user``: how many ovs-vswitchd share the switches (harness.ovsinstance),
+                      one per core up to ``MAX_VSWITCHD_INSTANCES``; 1 with ``kernel``
 """
 import os
 import re
@@ -24,6 +26,7 @@ WMEM_WANTED = 8 * 1024 * 1024
 # userspace datapath, RED marked 0 of the congested packets and dropped 56 as "early" drops, since
 # OVS's packet-socket transmits reach the qdisc untagged as IP and RED cannot set CE on them.
 RED_DATAPATHS = ("kernel",)
+MAX_VSWITCHD_INSTANCES = 2     # docs/machines.md, "Benchmark: emulated capacity": the measured choice
 
 
 def _run(argv, timeout=5):
@@ -101,7 +104,9 @@ def ovs_status():
     version = re.search(r"(\d+\.\d+\.\d+)", out).group(1) if rc == 0 and re.search(r"\d+\.\d+\.\d+", out) else None
     db = _run(["ovs-vsctl", "-t", "2", "show"])[0] == 0 if version else False
     vswitchd = _run(["ovs-appctl", "-t", "ovs-vswitchd", "version"])[0] == 0 if version else False
-    return {"installed": version is not None, "version": version, "ovsdb_server": db, "ovs_vswitchd": vswitchd}
+    from harness.ovsinstance import SCHEMA
+    return {"installed": version is not None, "version": version, "ovsdb_server": db, "ovs_vswitchd": vswitchd,
+            "schema": SCHEMA.exists()}
 
 
 def python_modules():
@@ -165,6 +170,8 @@ def choose_backends(f):
         "ecn_marker": "red" if q.get("red") and datapath in RED_DATAPATHS else ("bpf" if q.get("bpf") is not False else None),
         "congestion_control": "dctcp" if f["dctcp"] else "cubic",
         "link_delay": "netem" if q.get("netem") else None,
+        "vswitchd_instances": (min(os.cpu_count() or 1, MAX_VSWITCHD_INSTANCES)
+                               if datapath == "user" and f["ovs"].get("schema") else 1),
     }
     if q.get("red") is None and q.get("bpf") is None:
         backends["ecn_marker"] = "bpf (predicted; probing needs root)"
@@ -194,11 +201,13 @@ def choose_backends(f):
     return backends, problems
 
 
-def resolve(findings, datapath=None, ecn_marker=None, delay=False):
+def resolve(findings, datapath=None, ecn_marker=None, delay=False, instances=None):
     """Backends for a run: the doctor's choice, or the user's override if the machine can do it.
-    A ``--datapath`` override without ``--ecn-marker`` keeps a marker that works with it; ``delay``:
-    the links have a propagation delay, which needs netem."""
+    A ``--datapath`` override without ``--ecn-marker`` keeps a marker that works with it (and with
+    ``kernel``, one vswitchd instance); ``delay``: the links have a propagation delay, which needs
+    netem; ``instances``: how many ovs-vswitchd share the switches (userspace datapath)."""
     b = dict(findings["backends"])
+    b.setdefault("vswitchd_instances", 1)
     if delay and b["link_delay"] is None:
         raise EnvError("links with a propagation delay (link.delay_ms) need sch_netem, which this kernel lacks",
                        "set link.delay_ms to 0 here, or run on a stock kernel (the Vagrant VM; make vm-test)")
@@ -209,6 +218,8 @@ def resolve(findings, datapath=None, ecn_marker=None, delay=False):
             raise EnvError("--datapath kernel: this kernel has no openvswitch module",
                            "use --datapath user (the default here)")
         b["datapath"] = datapath
+        if datapath == "kernel":
+            b["vswitchd_instances"] = 1
         if ecn_marker is None and b["ecn_marker"] == "red" and datapath not in RED_DATAPATHS:
             ecn_marker = "bpf"
     if ecn_marker is not None:
@@ -224,6 +235,17 @@ def resolve(findings, datapath=None, ecn_marker=None, delay=False):
                            "tag, so RED drops ECN-capable packets instead of marking them)",
                            "use --ecn-marker bpf with the userspace datapath, or --datapath kernel")
         b["ecn_marker"] = ecn_marker
+    if instances is not None:
+        if instances < 1:
+            raise UsageError(f"--vswitchd-instances: {instances} is not allowed (1 or more)")
+        if instances > 1 and b["datapath"] != "user":
+            raise EnvError(f"--vswitchd-instances {instances} with --datapath {b['datapath']}: extra vswitchd "
+                           "instances are for the userspace datapath (the kernel forwards on every core already)",
+                           "omit --vswitchd-instances, or use --datapath user")
+        if instances > 1 and not findings["ovs"].get("schema"):
+            raise EnvError(f"--vswitchd-instances {instances}: no OVS database schema to create another instance "
+                           "from", "sudo make setup (installs openvswitch-switch)")
+        b["vswitchd_instances"] = instances
     return b
 
 
@@ -257,6 +279,8 @@ def render(f):
         f"  ecn_marker          {f['backends']['ecn_marker']}",
         f"  congestion_control  {f['backends']['congestion_control']} (+ECN)",
         f"  link_delay          {f['backends']['link_delay'] or 'none (' + f['backends'].get('link_delay_note', '') + ')'}",
+        f"  vswitchd_instances  {f['backends'].get('vswitchd_instances', 1)}"
+        + (" (ovs-vswitchd processes sharing the switches)" if f['backends']['datapath'] == "user" else ""),
     ]
     if f["problems"]:
         lines += ["", "problems:"] + [f"  - {p['problem']}\n    fix: {p['fix']}" for p in f["problems"]]

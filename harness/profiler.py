@@ -227,7 +227,7 @@ def measure(spec, job_name, workdir, period_ms=5.0, seconds=8.0, log=lambda m: N
     edge = topo.edge_of(hosts[0])
     with RunLock(log=log) as lock:
         with Fabric(topo, lock.ledger, lock.dir, datapath=backends["datapath"], marker=backends["ecn_marker"],
-                    cc=backends["congestion_control"], log=log) as fab:
+                    cc=backends["congestion_control"], instances=backends["vswitchd_instances"], log=log) as fab:
             tm = Telemetry(fab, workdir, period_ms=period_ms, dpids=[topo.dpid(edge)], marker=False).start()
             rp = Replayer(fab, workdir, log)
             idle_of, datapath0 = cpu_sampler(CPU_SAMPLE_S), datapath_counters(fab)

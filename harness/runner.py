@@ -172,16 +172,18 @@ def add_environment(work, **items):
     path.write_text(json.dumps(env, indent=2))
 
 
-def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m: None, replace=False):
+def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m: None, replace=False,
+        instances=None):
     """Emulate ``spec`` into ``out_dir`` (with ``replace``, whatever is there is replaced once the run
     is complete); returns its summary."""
     findings = probe.doctor()
-    backends = probe.resolve(findings, datapath, ecn_marker, delay=spec.link.delay_ms > 0)
+    backends = probe.resolve(findings, datapath, ecn_marker, delay=spec.link.delay_ms > 0, instances=instances)
     probe.require_ready(findings)
     plan = schedule(spec)
     dil = timing.Dilation(spec.time_dilation)
     topo, link = wall_fabric(spec, dil)
-    too_fast = capacity.warning(link.rate_mbps, *capacity.measurement(backends["datapath"]))
+    too_fast = capacity.warning(link.rate_mbps, *capacity.measurement(
+        capacity.key(backends["datapath"], backends["vswitchd_instances"])))
     if too_fast:
         log(f"warning: {too_fast}")
     out_dir, work = prepare(out_dir, spec, plan, findings, backends, link, dil, replace)
@@ -191,7 +193,7 @@ def run(spec, out_dir, quiet=False, datapath=None, ecn_marker=None, log=lambda m
     try:
         with RunLock(log=log) as lock:
             with Fabric(topo, lock.ledger, lock.dir, datapath=backends["datapath"], marker=backends["ecn_marker"],
-                        cc=backends["congestion_control"], log=log) as fab:
+                        cc=backends["congestion_control"], instances=backends["vswitchd_instances"], log=log) as fab:
                 add_environment(work, host_settings=fab.settings)
                 measured = Session(spec, plan, fab, work, dil, topo, progress, log).run()
         ok = True

@@ -32,11 +32,11 @@ def autogroups_on():
         return False
 
 
-def raise_group(ledger, log=lambda msg: None):
-    """Give vswitchd's scheduling group ``RUN_NICE`` for the run of ``ledger`` (restored by its
-    clean). Returns the group's nice during the run, or None where groups are off or vswitchd is
-    not running (nothing changed)."""
-    p = pid()
+def raise_group(ledger, log=lambda msg: None, of=None):
+    """Give vswitchd's scheduling group (the system's, or that of the vswitchd with pid ``of``) ``RUN_NICE`` for the run
+    of ``ledger`` (restored by its clean). Returns the group's nice during the run, or None where
+    groups are off or vswitchd is not running (nothing changed)."""
+    p = of or pid()
     if p is None or not autogroups_on():
         return None
     try:

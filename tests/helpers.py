@@ -56,6 +56,7 @@ def sysctl_changes(before, after):
 
 
 def net_state():
+    from harness.lifecycle import STATE_DIR
     veths = set(subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True,
                                text=True).stdout.split("\n"))
     veths = {l.split(":")[1].strip().split("@")[0] for l in veths if l.strip()}
@@ -68,10 +69,13 @@ def net_state():
                 cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             except OSError:
                 continue
-            if "controllers.launch" in cmd or "mininet:h" in cmd:
+            if ("controllers.launch" in cmd or "mininet:h" in cmd
+                    or (cmd.startswith(("ovs-vswitchd", "ovsdb-server")) and str(STATE_DIR) in cmd)):
                 procs.add(int(d.name))
     allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().strip()
-    return {"veths": veths, "bridges": bridges, "pins": pins, "procs": procs, "allowed_cc": allowed,
+    ovs_dirs = {p.name for p in STATE_DIR.glob("ovs*")}      # extra OVS instances' directories
+    return {"veths": veths, "bridges": bridges, "pins": pins, "procs": procs, "ovs_dirs": ovs_dirs,
+            "allowed_cc": allowed,
             "sysctls": sysctl_snapshot(), "vswitchd_group": vswitchd_group()}
 
 
@@ -102,7 +106,7 @@ def interleave(*args, timeout=CLI_TIMEOUT_S):
 
 def assert_no_leaks(before, after):
     """``net_state`` after a test equals the one before: nothing of ours left, no setting changed."""
-    for key in ("veths", "bridges", "pins", "procs"):
+    for key in ("veths", "bridges", "pins", "procs", "ovs_dirs"):
         leaked = after[key] - before[key]
         assert not leaked, f"leaked {key}: {sorted(leaked)[:10]}"
     assert after["allowed_cc"] == before["allowed_cc"]

@@ -19,15 +19,15 @@ from harness.lifecycle import RunLock
 from topologies import dumbbell
 lock = RunLock()
 lock.acquire()
-fab = Fabric(dumbbell(2), lock.ledger, lock.dir)
+fab = Fabric(dumbbell(2), lock.ledger, lock.dir, instances={instances})
 fab.start()
 print("up", flush=True)
 time.sleep(120)
 """
 
 
-def start_holder(timeout=60):
-    p = subprocess.Popen([sys.executable, "-c", HOLD.format(root=str(ROOT))], stdout=subprocess.PIPE,
+def start_holder(timeout=60, instances=1):
+    p = subprocess.Popen([sys.executable, "-c", HOLD.format(root=str(ROOT), instances=instances)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONWARNINGS="ignore"))
     ready, _w, _x = select.select([p.stdout], [], [], timeout)
     if not ready:
@@ -62,6 +62,25 @@ def test_killed_run_is_cleaned_and_foreign_state_survives():
     finally:
         subprocess.run(["ovs-vsctl", "--if-exists", "del-br", foreign_br])
         subprocess.run(["ip", "link", "del", foreign_veth], capture_output=True)
+
+
+def test_killed_run_with_two_vswitchd_instances_leaves_nothing():
+    """kill -9 of a run whose switches are split over the system's vswitchd and one of its own: the
+    extra instance dies with the run (its processes are the run's), and ``clean`` removes the rest:
+    the system's bridge, every veth, the instance's directory."""
+    before = net_state()
+    holder = start_holder(instances=2)
+    up = net_state()
+    assert "ils1" in up["bridges"] and "ils2" not in up["bridges"]      # ils2 is in the run's instance
+    assert up["ovs_dirs"] - before["ovs_dirs"] and up["procs"] - before["procs"]
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert "ils1" in net_state()["bridges"]
+    p = interleave("clean")
+    assert p.returncode == 0, p.stderr
+    after = net_state()
+    assert not any(v.startswith("ils") for v in after["veths"]) and "ils1" not in after["bridges"]
+    assert after["ovs_dirs"] == before["ovs_dirs"] and after["procs"] == before["procs"]
 
 
 def test_second_run_refused_while_one_is_active():

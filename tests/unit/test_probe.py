@@ -7,7 +7,7 @@ from harness.errors import EnvError, UsageError
 def findings(**kw):
     f = {"root": True, "kernel": "x", "kernel_ovs_datapath": False, "dctcp": False,
          "congestion_controls": ["reno", "cubic"], "wmem_default": 8388608, "bpf_object": True,
-         "ovs": {"installed": True, "version": "3.1.0", "ovsdb_server": True, "ovs_vswitchd": True},
+         "ovs": {"installed": True, "version": "3.1.0", "ovsdb_server": True, "ovs_vswitchd": True, "schema": True},
          "tools": {"mnexec": True, "clang": True}, "python": {"mininet": True, "os_ken": True},
          "qdiscs": {"htb": True, "red": False, "netem": False, "clsact": True, "bpf": True}}
     f.update(kw)
@@ -72,9 +72,38 @@ def test_overrides_fail_clearly_when_impossible():
     assert probe.resolve(f, datapath="user", ecn_marker="bpf")["ecn_marker"] == "bpf"
 
 
+def test_vswitchd_instances_one_per_core_up_to_the_measured_choice(monkeypatch):
+    monkeypatch.setattr(probe.os, "cpu_count", lambda: 8)
+    assert findings()["backends"]["vswitchd_instances"] == probe.MAX_VSWITCHD_INSTANCES
+    monkeypatch.setattr(probe.os, "cpu_count", lambda: 1)
+    assert findings()["backends"]["vswitchd_instances"] == 1
+    monkeypatch.setattr(probe.os, "cpu_count", lambda: 2)
+    no_schema = findings(ovs={"installed": True, "version": "3.1.0", "ovsdb_server": True, "ovs_vswitchd": True,
+                              "schema": False})
+    assert no_schema["backends"]["vswitchd_instances"] == 1
+    kernel = findings(kernel_ovs_datapath=True)
+    assert kernel["backends"]["vswitchd_instances"] == 1
+
+
+def test_vswitchd_instances_override():
+    f, k = findings(), findings(kernel_ovs_datapath=True)
+    assert probe.resolve(f, instances=3)["vswitchd_instances"] == 3
+    assert probe.resolve(f, instances=1)["vswitchd_instances"] == 1
+    with pytest.raises(UsageError, match="--vswitchd-instances: 0"):
+        probe.resolve(f, instances=0)
+    with pytest.raises(EnvError, match="for the userspace datapath"):
+        probe.resolve(k, instances=2)
+    assert probe.resolve(f, datapath="user", instances=2)["vswitchd_instances"] == 2
+    no_schema = findings(ovs={"installed": True, "version": "3.1.0", "ovsdb_server": True, "ovs_vswitchd": True,
+                              "schema": False})
+    with pytest.raises(EnvError, match="no OVS database schema"):
+        probe.resolve(no_schema, instances=2)
+
+
 def test_render_names_backends():
     text = probe.render(findings())
     assert "datapath            user" in text and "ecn_marker          bpf" in text
+    assert "vswitchd_instances" in text
     assert "ready" in text
 
 
