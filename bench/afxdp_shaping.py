@@ -94,7 +94,7 @@ def main():
              "| ECN marks |", "| --- | --- | --- | --- | --- |"]
     lines += [f"| {r['type']} | {r['goodput_mbps']} | {r['queue_packets']} | {r['marker_packets']} | {r['marks']} |"
               for r in rows]
-    emit_bench("afxdp-shaping", "# AF_XDP ports and the egress queues\n\n" + "\n".join(lines) + "\n", args.publish,
+    emit_bench(f"afxdp-shaping-mtu{args.mtu}", "# AF_XDP ports and the egress queues\n\n" + "\n".join(lines) + "\n", args.publish,
                "sudo .venv/bin/python bench/afxdp_shaping.py " + " ".join(sys.argv[1:]))
 
 

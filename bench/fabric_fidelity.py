@@ -92,19 +92,25 @@ def run_one(topology, rate, seconds, omit, mtu, backends, telemetry_ms=None):
                 from harness.telemetry import Telemetry
                 tmpdir = tempfile.mkdtemp(prefix="interleave-bench-")     # removed below, run or not
                 tm = Telemetry(fab, tmpdir, period_ms=telemetry_ms, marker=False).start()
+            from harness.netcheck import datapath_rx_drops, queue_drops
+            ports0 = (queue_drops(), datapath_rx_drops(), fab.marker_counters())
             vpids = [inst.pid() for inst in fab.instances]
             c0, w0, m0 = sum(cpu_seconds(p) for p in vpids), time.monotonic(), cpu_times()
             clients = [fab.net.get(s).popen(["iperf3", "-c", topo.ip(d), "-p", str(5201 + i), "-t",
                                               str(seconds), "-O", str(omit), "-J"])
                        for i, (s, d) in enumerate(pairs)]
-            got = []
+            got, retrans = [], []
             for c in clients:
                 out, _ = c.communicate(timeout=seconds + omit + 30)
                 try:
-                    got.append(json.loads(out)["end"]["sum_received"]["bits_per_second"])
+                    end = json.loads(out)["end"]
+                    got.append(end["sum_received"]["bits_per_second"])
+                    retrans.append(end["sum_sent"].get("retransmits"))
                 except (ValueError, KeyError):
                     got.append(0.0)
+                    retrans.append(None)
             wall, m1 = time.monotonic() - w0, cpu_times()
+            ports1 = (queue_drops(), datapath_rx_drops(), fab.marker_counters())
             cpu = (sum(cpu_seconds(p) for p in vpids) - c0) / wall
             idle = (m1[0] - m0[0]) / max(1, m1[1] - m0[1])
             samp = (None, None)
@@ -122,22 +128,78 @@ def run_one(topology, rate, seconds, omit, mtu, backends, telemetry_ms=None):
     share = payload_share(mtu)
     ideal_goodput = sum(ideal.values()) * share
     own = [g / (ideal[p] * share) for g, p in zip(got, pairs)]
+    load, users = {}, {}
+    for p in pairs:
+        for d in flows[p]:
+            load[d] = load.get(d, 0.0) + ideal[p]
+            users.setdefault(d, set()).add(p)
+    # a flow's bottlenecks: the switch egress queues (where the marker is) that max-min fills and that
+    # two or more flows share (a queue one flow fills at its sender's rate never builds), counted once
+    # per set of flows sharing them (the next hop of the same flows is fed at its rate: no queue)
+    saturated = {d for d, x in load.items()
+                 if x >= cap[d] * (1 - 1e-9) and len(users[d]) > 1 and d.split(">")[0] in topo.switches}
+    per_flow = [{"src": s, "dst": d, "path": fab.routes[(s, d)], "goodput_mbps": round(g / 1e6, 2),
+                 "maxmin_mbps": round(ideal[(s, d)] * share / 1e6, 2), "own_share": round(o, 3), "retransmits": r,
+                 "bottlenecks": len({frozenset(users[x]) for x in saturated & set(flows[(s, d)])})}
+                for (s, d), g, o, r in zip(pairs, got, own, retrans)]
+    worst = lambda cond: min((f["own_share"] for f in per_flow if cond(f["bottlenecks"])), default=None)
+    delta = lambda a, b: {k: b[k] - a.get(k, 0) for k in b if b[k] - a.get(k, 0)}
+    per_port = {"queue_drops": delta(ports0[0], ports1[0]), "socket_drops": delta(ports0[1], ports1[1]),
+                "marks": delta({k: v.get("marked", 0) for k, v in ports0[2].items()},
+                               {k: v.get("marked", 0) for k, v in ports1[2].items()})}
     return {"topology": topology, "rate_mbps": rate, "mtu": mtu, "flows": len(pairs),
             "datapath": backends["datapath"], "ecn_marker": backends["ecn_marker"],
             "congestion_control": backends["congestion_control"],
             "worst_flow_share": round(min(own), 3), "jain_index": round(jain(own), 3),
+            "worst_one_bottleneck": worst(lambda n: n == 1), "worst_two_bottlenecks": worst(lambda n: n >= 2),
             "queue_bytes": params.queue_bytes, "ecn_k_bytes": params.ecn_k_bytes,
             "aggregate_mbps": round(sum(got) / 1e6, 1), "ideal_mbps": round(ideal_goodput / 1e6, 1),
             "fidelity": round(sum(got) / ideal_goodput, 3),
             "min_flow_mbps": round(min(got) / 1e6, 2), "max_flow_mbps": round(max(got) / 1e6, 2),
             "vswitchd_instances": backends["vswitchd_instances"], "cpu_model": capacity.machine().get("cpu"),
             "vswitchd_cpu": round(cpu, 2), "cpu_idle": round(idle, 3), "build_s": round(build, 2), "teardown_s": round(teardown, 2),
-            "telemetry_ms": telemetry_ms, "sample_interval_ms": samp[0], "samples_received": samp[1]}
+            "telemetry_ms": telemetry_ms, "sample_interval_ms": samp[0], "samples_received": samp[1],
+            "per_flow": per_flow, "per_port": per_port}
 
 
 def span(vals, fmt="{:.3f}"):
-    lo, hi = min(vals), max(vals)
-    return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}-{fmt.format(hi)}"
+    lo, hi = fmt.format(min(vals)), fmt.format(max(vals))
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def fidelity_table(rows, machine):
+    """The benchmark's Markdown table of ``rows`` (one backend), one line per link rate."""
+    r0, rates = rows[0], sorted({r["rate_mbps"] for r in rows})
+    n = r0.get("vswitchd_instances", 1)
+    lines = [f"{r0['topology']}, {len(rows) // len(rates)} run(s) per link rate, datapath {r0['datapath']}"
+             f"{f' in {n} ovs-vswitchd instances' if n > 1 else ''}, ECN marker {r0['ecn_marker']}, "
+             f"{r0['congestion_control']}+ECN; {machine['cores']} CPU(s) ({machine['cpu']}); ranges over the runs. "
+             "Own share = a flow's goodput / its max-min rate; vswitchd CPU in cores, summed over the instances; "
+             "CPU idle = the machine's idle share during the flows. A flow's bottlenecks: the switch queues "
+             "max-min fills that it shares with other flows (bench/parking_lot.py: TCP gives a flow behind two "
+             "less than max-min on any fabric).", "",
+             "| link | flows | aggregate / max-min ideal (Mbit/s) | fidelity | worst flow's own share | "
+             "worst, one bottleneck | worst, two | Jain index | slowest..fastest flow (Mbit/s) | vswitchd CPU | "
+             "CPU idle | build | teardown |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for rate in rates:
+        rs = [r for r in rows if r["rate_mbps"] == rate]
+        lines.append(f"| {rate:g} Mbit/s | {rs[0]['flows']} | {span([r['aggregate_mbps'] for r in rs], '{:.1f}')} / "
+                     f"{rs[0]['ideal_mbps']} | {span([r['fidelity'] for r in rs])} | "
+                     f"{span([r['worst_flow_share'] for r in rs])} | {span([r['worst_one_bottleneck'] for r in rs])} | "
+                     f"{span([r['worst_two_bottlenecks'] for r in rs])} | {span([r['jain_index'] for r in rs])} | "
+                     f"{min(r['min_flow_mbps'] for r in rs)}..{max(r['max_flow_mbps'] for r in rs)} | "
+                     f"{span([r['vswitchd_cpu'] for r in rs], '{:.0%}')} | {span([r['cpu_idle'] for r in rs], '{:.0%}')} | "
+                     f"{span([r['build_s'] for r in rs], '{:.1f}')} s | {span([r['teardown_s'] for r in rs], '{:.1f}')} s |")
+    return "# fabric fidelity\n\n" + "\n".join(lines) + "\n"
+
+
+def report_only(path, publish):
+    """Render a reference file's rows (``--reference`` wrote it) again, published with its command."""
+    doc = json.loads(Path(path).read_text())
+    key = capacity.key(doc["rows"][0]["datapath"], doc["rows"][0].get("vswitchd_instances", 1))
+    emit_bench(f"fabric-fidelity-{key}", fidelity_table(doc["rows"], doc["machine"]), publish,
+               doc.get("command", "sudo .venv/bin/python bench/fabric_fidelity.py"))
 
 
 def main():
@@ -156,9 +218,13 @@ def main():
     ap.add_argument("--reference", action="store_true", help="also write the rows as the reference host's "
                     "(results/fabric-fidelity/DATAPATH.json: what a run on an unmeasured machine is warned by)")
     ap.add_argument("--publish", metavar="FILE")
+    ap.add_argument("--report-only", metavar="REFERENCE_JSON", help="render a reference file's rows again "
+                    "(results/fabric-fidelity/KEY.json) and publish them with the command that measured them")
     ap.add_argument("--telemetry-ms", default="", help="comma list of polling periods to compare (0 = off), "
                                                         "at the first rate of --rates")
     args = ap.parse_args()
+    if args.report_only:
+        return report_only(args.report_only, args.publish)
     if os.geteuid() != 0:
         sys.exit("bench needs root: sudo .venv/bin/python bench/fabric_fidelity.py")
     findings = probe.doctor()
@@ -190,31 +256,14 @@ def main():
         emit_bench("telemetry-polling", "# telemetry polling\n\n" + "\n".join(lines) + "\n", args.publish,
                    "sudo .venv/bin/python bench/fabric_fidelity.py " + " ".join(sys.argv[1:]))
         return
-    m, n = capacity.machine(), backends["vswitchd_instances"]
-    lines = [f"{args.topology}, {args.repeats} run(s) per link rate, datapath {backends['datapath']}"
-             f"{f' in {n} ovs-vswitchd instances' if n > 1 else ''}, ECN marker "
-             f"{backends['ecn_marker']}, {backends['congestion_control']}+ECN; {m['cores']} CPU(s) ({m['cpu']}); "
-             f"ranges over the runs. Own share = a flow's goodput / its max-min rate; vswitchd CPU in cores, "
-             f"summed over the instances; CPU idle = the machine's idle share during the flows.", "",
-             "| link | flows | aggregate / max-min ideal (Mbit/s) | fidelity | worst flow's own share | "
-             "Jain index | slowest..fastest flow (Mbit/s) | vswitchd CPU | CPU idle | build | teardown |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    n = backends["vswitchd_instances"]
     for rate in (float(r) for r in args.rates.split(",")):
-        rs = []
         for i in range(args.repeats):
-            rs.append(run_one(args.topology, rate, args.seconds, args.omit, args.mtu, backends))
-            r = rs[-1]
+            rows.append(run_one(args.topology, rate, args.seconds, args.omit, args.mtu, backends))
+            r = rows[-1]
             print(f"{rate:g} Mbit/s run {i + 1}/{args.repeats}: fidelity {r['fidelity']}, worst flow "
                   f"{r['worst_flow_share']}, Jain {r['jain_index']}, vswitchd CPU {r['vswitchd_cpu']}, "
                   f"CPU idle {r['cpu_idle']}", file=sys.stderr, flush=True)
-        rows += rs
-        lines.append(f"| {rate:g} Mbit/s | {rs[0]['flows']} | {span([r['aggregate_mbps'] for r in rs], '{:.1f}')} / "
-                     f"{rs[0]['ideal_mbps']} | {span([r['fidelity'] for r in rs])} | "
-                     f"{span([r['worst_flow_share'] for r in rs])} | {span([r['jain_index'] for r in rs])} | "
-                     f"{min(r['min_flow_mbps'] for r in rs)}..{max(r['max_flow_mbps'] for r in rs)} | "
-                     f"{span([r['vswitchd_cpu'] for r in rs], '{:.0%}')} | "
-                     f"{span([r['cpu_idle'] for r in rs], '{:.0%}')} | "
-                     f"{span([r['build_s'] for r in rs], '{:.1f}')} s | {span([r['teardown_s'] for r in rs], '{:.1f}')} s |")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -228,7 +277,7 @@ def main():
                                    "command": "sudo .venv/bin/python bench/fabric_fidelity.py " + " ".join(sys.argv[1:])},
                                   indent=2) + "\n")
         print(f"written as the reference host's: {ref}", file=sys.stderr)
-    emit_bench(f"fabric-fidelity-{key}", "# fabric fidelity\n\n" + "\n".join(lines) + "\n", args.publish,
+    emit_bench(f"fabric-fidelity-{key}", fidelity_table(rows, capacity.machine()), args.publish,
                "sudo .venv/bin/python bench/fabric_fidelity.py " + " ".join(sys.argv[1:]))
 
 

@@ -117,6 +117,11 @@ class Fabric:
         self.timings = {}
         self.settings = {}      # host settings held for the run (harness.vswitchd)
 
+    @property
+    def own_instances(self):
+        """The OVS instances this run starts (all but the system's)."""
+        return [inst for inst in self.instances if inst.rundir]
+
     # ---- names ----------------------------------------------------------
     def bridge(self, switch):
         return PREFIX + switch
@@ -151,11 +156,11 @@ class Fabric:
     def start(self):
         t0 = time.monotonic()
         self._record_plan()
-        for inst in self.instances[1:]:
+        for inst in self.own_instances:
             inst.start(self.ledger, self.log)
         if self.datapath == "user":
             self.settings["vswitchd_group_nice"] = vswitchd.raise_group(self.ledger, self.log)
-            for inst in self.instances[1:]:
+            for inst in self.own_instances:
                 vswitchd.raise_group(self.ledger, self.log, of=inst.pid())
         self._start_controller()
         self._build_mininet()
@@ -418,7 +423,7 @@ class Fabric:
                 self.controller.kill()
                 self.controller.wait()
             self.controller = None
-        for inst in self.instances[1:]:
+        for inst in self.own_instances:
             inst.stop()
         self.marker.cleanup()
         self.timings["teardown_s"] = time.monotonic() - t0

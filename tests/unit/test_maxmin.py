@@ -23,3 +23,16 @@ def test_no_link_over_capacity_and_every_flow_bottlenecked():
     for f, links in flows.items():   # each flow has a saturated link where it is among the largest
         assert any(abs(sum(r[g] for g in flows if l in flows[g]) - cap[l]) < 1e-9 and
                    r[f] >= max(r[g] for g in flows if l in flows[g]) - 1e-9 for l in links)
+
+
+def test_alpha_fair_rates_on_the_parking_lot():
+    """A crosses both links, B and C one each: proportional fairness gives A 1/3, alpha 2 gives
+    1 / (1 + sqrt 2), and a large alpha approaches max-min's 1/2; every allocation fills both links."""
+    from math import sqrt
+
+    from harness.maxmin import alpha_fair_rates
+    flows, cap = {"A": ["L1", "L2"], "B": ["L1"], "C": ["L2"], "idle": []}, {"L1": 10.0, "L2": 10.0}
+    for alpha, a in ((1, 10 / 3), (2, 10 / (1 + sqrt(2))), (8, 10 / (1 + 2 ** (1 / 8)))):
+        got = alpha_fair_rates(flows, cap, alpha)
+        assert abs(got["A"] - a) < 1e-3 and abs(got["B"] - (10 - a)) < 1e-3 and got["idle"] == 0.0
+    assert alpha_fair_rates(flows, cap, 8)["A"] > alpha_fair_rates(flows, cap, 2)["A"]
