@@ -8,8 +8,8 @@ predicted from what can be read (``/sys/module``, ``/proc``).
 Backends (chosen by name, overridable with ``--datapath`` / ``--ecn-marker`` / ``--vswitchd-instances``):
   datapath            ``kernel`` (openvswitch module) | ``user`` (OVS userspace datapath, netdev)
   ecn_marker          ``red`` (tc RED, step marking) | ``bpf`` (tc clsact BPF virtual queue)
-  vswitchd_instances  with ``user``: how many ovs-vswitchd share the switches (harness.ovsinstance),
-                      one per core up to ``MAX_VSWITCHD_INSTANCES``; 1 with ``kernel``
+  vswitchd_instances  with ``user``: how many ovs-vswitchd share the switches (harness.ovsinstance);
+                      ``DEFAULT_VSWITCHD_INSTANCES`` unless overridden, 1 with ``kernel``
 """
 import os
 import re
@@ -26,7 +26,10 @@ WMEM_WANTED = 8 * 1024 * 1024
 # userspace datapath, RED marked 0 of the congested packets and dropped 56 as "early" drops, since
 # OVS's packet-socket transmits reach the qdisc untagged as IP and RED cannot set CE on them.
 RED_DATAPATHS = ("kernel",)
-MAX_VSWITCHD_INSTANCES = 2     # docs/machines.md, "Benchmark: emulated capacity": the measured choice
+# One: a second instance raises the capacity under the benchmark's full load but costs more CPU per
+# packet at an experiment's load, where the agents need that CPU (docs/machines.md, "Benchmark:
+# emulated capacity": measured both ways). --vswitchd-instances 2 is for all-to-all-heavy runs.
+DEFAULT_VSWITCHD_INSTANCES = 1
 
 
 def _run(argv, timeout=5):
@@ -170,8 +173,7 @@ def choose_backends(f):
         "ecn_marker": "red" if q.get("red") and datapath in RED_DATAPATHS else ("bpf" if q.get("bpf") is not False else None),
         "congestion_control": "dctcp" if f["dctcp"] else "cubic",
         "link_delay": "netem" if q.get("netem") else None,
-        "vswitchd_instances": (min(os.cpu_count() or 1, MAX_VSWITCHD_INSTANCES)
-                               if datapath == "user" and f["ovs"].get("schema") else 1),
+        "vswitchd_instances": DEFAULT_VSWITCHD_INSTANCES if datapath == "user" else 1,
     }
     if q.get("red") is None and q.get("bpf") is None:
         backends["ecn_marker"] = "bpf (predicted; probing needs root)"
@@ -280,7 +282,9 @@ def render(f):
         f"  congestion_control  {f['backends']['congestion_control']} (+ECN)",
         f"  link_delay          {f['backends']['link_delay'] or 'none (' + f['backends'].get('link_delay_note', '') + ')'}",
         f"  vswitchd_instances  {f['backends'].get('vswitchd_instances', 1)}"
-        + (" (ovs-vswitchd processes sharing the switches)" if f['backends']['datapath'] == "user" else ""),
+        + (f" (--vswitchd-instances N: N ovs-vswitchd processes share the switches; extra ones "
+           f"{'possible' if f['ovs'].get('schema') else 'impossible: no OVS database schema'})"
+           if f['backends']['datapath'] == "user" else ""),
     ]
     if f["problems"]:
         lines += ["", "problems:"] + [f"  - {p['problem']}\n    fix: {p['fix']}" for p in f["problems"]]

@@ -72,17 +72,13 @@ def test_overrides_fail_clearly_when_impossible():
     assert probe.resolve(f, datapath="user", ecn_marker="bpf")["ecn_marker"] == "bpf"
 
 
-def test_vswitchd_instances_one_per_core_up_to_the_measured_choice(monkeypatch):
-    monkeypatch.setattr(probe.os, "cpu_count", lambda: 8)
-    assert findings()["backends"]["vswitchd_instances"] == probe.MAX_VSWITCHD_INSTANCES
-    monkeypatch.setattr(probe.os, "cpu_count", lambda: 1)
-    assert findings()["backends"]["vswitchd_instances"] == 1
-    monkeypatch.setattr(probe.os, "cpu_count", lambda: 2)
+def test_vswitchd_instances_default_and_what_doctor_says_of_more():
+    assert findings()["backends"]["vswitchd_instances"] == probe.DEFAULT_VSWITCHD_INSTANCES
+    assert findings(kernel_ovs_datapath=True)["backends"]["vswitchd_instances"] == 1
+    assert "extra ones possible" in probe.render(findings())
     no_schema = findings(ovs={"installed": True, "version": "3.1.0", "ovsdb_server": True, "ovs_vswitchd": True,
                               "schema": False})
-    assert no_schema["backends"]["vswitchd_instances"] == 1
-    kernel = findings(kernel_ovs_datapath=True)
-    assert kernel["backends"]["vswitchd_instances"] == 1
+    assert "impossible: no OVS database schema" in probe.render(no_schema)
 
 
 def test_vswitchd_instances_override():
