@@ -6,8 +6,9 @@ dumbbell of 2 hosts per side at --rate-mbps, h1 and h2 each send one TCP flow to
 h3's link carries the link rate when the switch egress queues hold. The switch ports are then
 re-typed (``ovs-vsctl set interface DEV type=TYPE``) and the flows run again. For each type the
 table gives the two flows' summed goodput, the packets the switch egress queues (HTB) and the ECN
-marker saw, and the marks, summed over the switch ports: a type whose transmits skip the qdisc layer (AF_XDP sends through
-``dev_direct_xmit``) gives goodput above the link rate, and no queue or marks.
+marker saw, and the marks, summed over the switch ports: a type whose transmits skip the qdisc
+layer (AF_XDP sends through ``dev_direct_xmit``) gives goodput above the link rate, and no queue
+or marks.
 
 Run as root: sudo .venv/bin/python bench/afxdp_shaping.py [--types system,afxdp,afxdp-nonpmd]
 """
@@ -86,16 +87,17 @@ def main():
             rows.append({"type": kind, "goodput_mbps": round(goodput / 1e6, 1), "queue_packets": q1 - q0,
                          "marker_packets": m1[0] - m0[0], "marks": m1[1] - m0[1], "port_errors": errors or None})
             print(rows[-1], file=sys.stderr, flush=True)
-        subprocess.run(["ovs-vsctl", "--timeout=20"] + [a for dev in devs for a in
-                                                        ("--", "set", "interface", dev, "type=system")], capture_output=True)
+        back = [a for dev in devs for a in ("--", "set", "interface", dev, "type=system")]
+        subprocess.run(["ovs-vsctl", "--timeout=20"] + back, capture_output=True)
     lines = [f"dumbbell, {args.rate_mbps:g} Mbit/s links, MTU {args.mtu}, two TCP flows into one host for "
-             f"{args.seconds} s, switch ports of each OVS type; queues and marker summed over the switch egress ports.", "",
+             f"{args.seconds} s, switch ports of each OVS type; queues and marker summed over the switch "
+             "egress ports.", "",
              "| port type | goodput, both flows (Mbit/s) | packets through the egress queues | packets the marker saw "
              "| ECN marks |", "| --- | --- | --- | --- | --- |"]
     lines += [f"| {r['type']} | {r['goodput_mbps']} | {r['queue_packets']} | {r['marker_packets']} | {r['marks']} |"
               for r in rows]
-    emit_bench(f"afxdp-shaping-mtu{args.mtu}", "# AF_XDP ports and the egress queues\n\n" + "\n".join(lines) + "\n", args.publish,
-               "sudo .venv/bin/python bench/afxdp_shaping.py " + " ".join(sys.argv[1:]))
+    emit_bench(f"afxdp-shaping-mtu{args.mtu}", "# AF_XDP ports and the egress queues\n\n" + "\n".join(lines) + "\n",
+               args.publish, "sudo .venv/bin/python bench/afxdp_shaping.py " + " ".join(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -216,7 +216,8 @@ def main():
                     "(userspace datapath; override the doctor's choice)")
     ap.add_argument("--json", help="also write the rows to this file")
     ap.add_argument("--reference", action="store_true", help="also write the rows as the reference host's "
-                    "(results/fabric-fidelity/DATAPATH.json: what a run on an unmeasured machine is warned by)")
+                    "(results/fabric-fidelity/KEY.json, KEY user or user-xN: what a run on an unmeasured "
+                    "machine is warned by)")
     ap.add_argument("--publish", metavar="FILE")
     ap.add_argument("--report-only", metavar="REFERENCE_JSON", help="render a reference file's rows again "
                     "(results/fabric-fidelity/KEY.json) and publish them with the command that measured them")
