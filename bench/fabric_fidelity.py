@@ -28,25 +28,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import capacity, probe  # noqa: E402
 from harness.errors import InterleaveError  # noqa: E402
+from harness.fidelity import cpu_idle  # noqa: E402
 from harness.fabric import Fabric  # noqa: E402
 from harness.lifecycle import RunLock  # noqa: E402
 from harness.linkmodel import LinkParams  # noqa: E402
 from harness.maxmin import maxmin_rates  # noqa: E402
-from harness.netcheck import payload_share  # noqa: E402
+from harness.netcheck import payload_share, process_cpu_s  # noqa: E402
 from harness.routing import directed_links  # noqa: E402
 from harness.sets import emit_bench  # noqa: E402
 from topologies import by_name  # noqa: E402
-
-
-def cpu_seconds(pid):
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_times():
-    """(idle, total) jiffies of the whole machine, from /proc/stat."""
-    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return f[3] + f[4], sum(f[:8])
 
 
 def sampling(path, period_s, wall_s):
@@ -95,7 +85,7 @@ def run_one(topology, rate, seconds, omit, mtu, backends, telemetry_ms=None):
             from harness.netcheck import datapath_rx_drops, queue_drops
             ports0 = (queue_drops(), datapath_rx_drops(), fab.marker_counters())
             vpids = [inst.pid() for inst in fab.instances]
-            c0, w0, m0 = sum(cpu_seconds(p) for p in vpids), time.monotonic(), cpu_times()
+            c0, w0, m0 = sum(process_cpu_s(p) for p in vpids), time.monotonic(), cpu_idle()
             clients = [fab.net.get(s).popen(["iperf3", "-c", topo.ip(d), "-p", str(5201 + i), "-t",
                                               str(seconds), "-O", str(omit), "-J"])
                        for i, (s, d) in enumerate(pairs)]
@@ -109,9 +99,9 @@ def run_one(topology, rate, seconds, omit, mtu, backends, telemetry_ms=None):
                 except (ValueError, KeyError):
                     got.append(0.0)
                     retrans.append(None)
-            wall, m1 = time.monotonic() - w0, cpu_times()
+            wall, m1 = time.monotonic() - w0, cpu_idle()
             ports1 = (queue_drops(), datapath_rx_drops(), fab.marker_counters())
-            cpu = (sum(cpu_seconds(p) for p in vpids) - c0) / wall
+            cpu = (sum(process_cpu_s(p) for p in vpids) - c0) / wall
             idle = (m1[0] - m0[0]) / max(1, m1[1] - m0[1])
             samp = (None, None)
             if tm:

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import probe  # noqa: E402
 from harness.fabric import Fabric  # noqa: E402
+from harness.fidelity import cpu_idle  # noqa: E402
 from harness.lifecycle import RunLock  # noqa: E402
 from harness.linkmodel import LinkParams  # noqa: E402
 from harness.maxmin import alpha_fair_rates, maxmin_rates  # noqa: E402
@@ -51,11 +52,6 @@ def parking_lot(params, flows):
     return topo, {f: (hosts[f + ">"], hosts[f + "<"]) for f in flows}
 
 
-def cpu_times():
-    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return f[3] + f[4], sum(f[:8])
-
-
 def run_one(rate, seconds, omit, backends, flows):
     topo, pairs = parking_lot(LinkParams.scaled(rate, mtu=9000), flows)
     with RunLock() as lock, Fabric(topo, lock.ledger, lock.dir, datapath=backends["datapath"],
@@ -65,14 +61,14 @@ def run_one(rate, seconds, omit, backends, flows):
                    for i, (_s, d) in enumerate(pairs.values())]
         time.sleep(0.5)
         pids = [inst.pid() for inst in fab.instances]
-        c0, m0, w0 = sum(process_cpu_s(p) for p in pids), cpu_times(), time.monotonic()
+        c0, m0, w0 = sum(process_cpu_s(p) for p in pids), cpu_idle(), time.monotonic()
         clients = [fab.host(s).popen(["iperf3", "-c", topo.ip(d), "-p", str(5201 + i), "-t", str(seconds), "-O",
                                       str(omit), "-J"]) for i, (s, d) in enumerate(pairs.values())]
         got = {}
         for f, c in zip(pairs, clients):
             out, _ = c.communicate(timeout=seconds + omit + 30)
             got[f] = json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
-        wall, m1 = time.monotonic() - w0, cpu_times()
+        wall, m1 = time.monotonic() - w0, cpu_idle()
         cpu = (sum(process_cpu_s(p) for p in pids) - c0) / wall
         for s in servers:
             s.wait(10)

@@ -15,7 +15,6 @@ What ``Fabric.start`` sets up, in order (each resource is in the ledger before i
 """
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from harness import ovsinstance, vswitchd
 from harness.errors import EnvError, InterleaveError
+from harness.lifecycle import die_with_parent
 from harness.qdisc import MARKERS, htb_cmds
 from harness.routing import compute_routes
 
@@ -66,13 +66,6 @@ def _raise_rlimits():
                 resource.setrlimit(which, (want, hard))
             except (ValueError, OSError):
                 pass
-
-
-def _die_with_parent():
-    """In the child before exec: SIGKILL when the run's process dies, even between its creation
-    and the ledger entry (prctl PR_SET_PDEATHSIG)."""
-    import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
 class ControllerClient:
@@ -203,7 +196,7 @@ class Fabric:
         self.controller = subprocess.Popen(
             [sys.executable, "-m", "controllers.launch", "--fabric", str(fabric_file),
              "--ofp-port", str(self.ofp_port)], stdout=log, stderr=subprocess.STDOUT, env=env,
-            cwd=str(REPO), start_new_session=True, preexec_fn=_die_with_parent)
+            cwd=str(REPO), start_new_session=True, preexec_fn=die_with_parent)
         self.ledger.add_process(self.controller.pid, "controller")
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

@@ -225,6 +225,13 @@ class Ledger:
                 for k, items in keep.items() for x in items]
 
 
+def die_with_parent():
+    """In a child before exec (``preexec_fn``): SIGKILL when the run's process dies, even between
+    its creation and the ledger entry (prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
 def same_sysctl(a, b):
     """Two sysctl values are the same setting: equal, or the same words in another order."""
     return a == b or sorted(a.split()) == sorted(b.split())

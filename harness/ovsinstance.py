@@ -13,22 +13,16 @@ own port is not a kernel device. The processes are the run's
 """
 import os
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 from harness import vswitchd
 from harness.errors import EnvError
+from harness.lifecycle import die_with_parent
 
 SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 START_TIMEOUT_S = 10.0
-
-
-def _die_with_parent():
-    """In the child before exec: SIGKILL when the run's process dies (prctl PR_SET_PDEATHSIG)."""
-    import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
 class Instance:
@@ -91,7 +85,7 @@ class Instance:
 
     def _spawn(self, argv, env, ledger, what):
         p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True, preexec_fn=_die_with_parent)
+                             start_new_session=True, preexec_fn=die_with_parent)
         ledger.add_process(p.pid, what)
         self.procs.append(p)
 
