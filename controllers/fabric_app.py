@@ -98,6 +98,8 @@ class FabricController(app_manager.OSKenApp):
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
     def switch_features(self, ev):
         dp = ev.msg.datapath
+        if dp.id is None:           # os-ken's own handler of this event sets it, and may run after this one
+            dp.id = ev.msg.datapath_id
         self.datapaths[dp.id] = dp
         self.synced.discard(dp.id)
         self._install_all(dp)

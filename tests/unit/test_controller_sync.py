@@ -67,3 +67,16 @@ def test_a_barrier_reply_nobody_waits_for_syncs_nothing(controller):
     dp = FakeDatapath(2)
     dispatch(controller, ofp_event.EventOFPBarrierReply(ofproto_v1_3_parser.OFPBarrierReply(dp)), CONFIG_DISPATCHER)
     assert controller.synced == set()
+
+
+def test_a_switch_whose_id_os_ken_has_not_set_yet_is_known_by_its_features(controller):
+    """os-ken's own handler of the features reply sets the datapath's id, in another thread: the
+    controller's may run first (seen in the stock-kernel tier's guest: the switch was filed under
+    None and the control socket's status failed sorting the ids). It takes the id from the reply."""
+    dp = FakeDatapath(None)
+    features = ofproto_v1_3_parser.OFPSwitchFeatures(dp, datapath_id=2)
+    dispatch(controller, ofp_event.EventOFPSwitchFeatures(features), CONFIG_DISPATCHER)
+    assert dp.id == 2 and set(controller.datapaths) == {2}
+    assert isinstance(dp.sent[-1], ofproto_v1_3_parser.OFPBarrierRequest)
+    dispatch(controller, ofp_event.EventOFPBarrierReply(ofproto_v1_3_parser.OFPBarrierReply(dp)), CONFIG_DISPATCHER)
+    assert controller.synced == {2}
