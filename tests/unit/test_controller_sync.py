@@ -70,9 +70,10 @@ def test_a_barrier_reply_nobody_waits_for_syncs_nothing(controller):
 
 
 def test_a_switch_whose_id_os_ken_has_not_set_yet_is_known_by_its_features(controller):
-    """os-ken's own handler of the features reply sets the datapath's id, in another thread: the
-    controller's may run first (seen in the stock-kernel tier's guest: the switch was filed under
-    None and the control socket's status failed sorting the ids). It takes the id from the reply."""
+    """os-ken's own handler of the features reply sets the datapath's id, in another app's thread,
+    so the controller's may run first; filed under None, a switch would never be synced, and the
+    control socket's status would fail sorting the ids (the error the stock-kernel tier's guest
+    once showed: int against None). The controller takes the id from the reply."""
     dp = FakeDatapath(None)
     features = ofproto_v1_3_parser.OFPSwitchFeatures(dp, datapath_id=2)
     dispatch(controller, ofp_event.EventOFPSwitchFeatures(features), CONFIG_DISPATCHER)
