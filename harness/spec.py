@@ -37,8 +37,9 @@ TELEMETRY_KEYS = ("period_ms",)
 BACKGROUND_KEYS = ("load",)
 CASSINI_KEYS = {"discretization_deg": 5.0, "candidates": 10, "quantum_ms": 5.0, "max_perimeter_ms": 10000.0,
                 "aggregate": "mean", "exact_max_jobs": 3, "loops": "reject", "align_min_score": 0.9,
-                "common_period": 0.0, "unequal_periods": "unified"}
+                "common_period": 0.0, "unequal_periods": "unified", "unequal_score": "circle"}
 UNEQUAL_PERIODS = ("unified", "free")
+UNEQUAL_SCORES = ("circle", "sliding")
 
 
 NAME_RULE = r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}"   # spec and job names: they become file names
@@ -453,6 +454,8 @@ def _cassini(where, raw):
         raise SpecError(where, "cassini.loops", cassini["loops"], "reject (the paper) | joint")
     if cassini["unequal_periods"] not in UNEQUAL_PERIODS:
         raise SpecError(where, "cassini.unequal_periods", cassini["unequal_periods"], " | ".join(UNEQUAL_PERIODS))
+    if cassini["unequal_score"] not in UNEQUAL_SCORES:
+        raise SpecError(where, "cassini.unequal_score", cassini["unequal_score"], " | ".join(UNEQUAL_SCORES))
     return cassini
 
 

@@ -226,6 +226,13 @@ KEYS = {
                                      "period by at most quantum_ms (whole ms) to get there (padding_ms per job); "
                                      "free: only jobs of one period keep shifts (docs/schedulers.md, unequal "
                                      "periods).", READERS),
+    ("cassini", "unequal_score"): ("circle | sliding", "How a shared link is scored when some two of its jobs "
+                                   "have periods no shift keeps apart (their communication does not fit in "
+                                   "the GCD of their periods: they run free and slide through each other): "
+                                   "circle, at the best shifts on the unified circle (on rounded periods when "
+                                   "the exact LCM exceeds max_perimeter_ms); sliding, at the mean over every "
+                                   "relative offset, what the exact circle of such periods gives and what "
+                                   "sliding jobs meet (unequal_periods: unified only).", READERS),
     ("cassini", "common_period"): ("a fraction in [0, 1]", "Jobs on shared links whose iterations are within this "
                                    "fraction of the longest run on the longest period (0: never). A running job keeps its period, "
                                    "and a newcomer slower than the jobs it joins keeps its own, so a value has no "

@@ -6,8 +6,11 @@ them, so grouping removes loops that would be spurious); each group is optimised
 the Affinity graph is built with t_j^l as weights and Algorithm 1 assigns one shift per job.
 A candidate whose graph has a loop is discarded (the paper) unless every link still gets its
 optimised relative shifts ("consistent", an implementer extension). Candidates are ranked by the
-mean (or min) of their link scores; a candidate without shared links scores 1.0.
+mean (or min) of their link scores; a candidate without shared links scores 1.0. With
+``unequal_score: sliding`` a link some two of whose jobs no shift keeps apart (``harmonic``) is
+scored at the mean over their relative offsets (circles.sliding_score), as they will run.
 """
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -171,8 +174,12 @@ def evaluate(placement, profiles_of, routes, capacity, params, initial_shifts=No
         sol = _optimised(jobs, links, placement, profiles_of, shared, capacity, params, memo)
         approx |= sol.approximate
         exact &= sol.exact
+        slides = unified and params.get("unequal_score", "circle") == "sliding" and not all(
+            harmonic(periods[a], periods[b], profiles_of[a].comm_span_ms, profiles_of[b].comm_span_ms)
+            for a, b in itertools.combinations(jobs, 2))
         for l, s in zip(links, sol.link_scores):
-            link_scores[l] = s
+            link_scores[l] = circles.sliding_score([(profiles_of[j].iteration_ms, shared[l][j]) for j in jobs],
+                                                   capacity) if slides else s
         for j, t in zip(jobs, sol.shifts_ms):
             weights[(j, gid)] = affinity.wrap(t, period[j])
     g = affinity.build(group_jobs, weights)

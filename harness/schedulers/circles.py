@@ -196,3 +196,22 @@ def score_at(jobs, capacity, shifts_ms, discretization_deg=5.0, quantum_ms=5.0, 
     for (it, fn), period, shift in zip(jobs, iq, shifts_ms):
         total += bw_circle(lambda t, fn=fn, s=shift, per=period: fn(np.mod(t - s, per)), period, p, bins)
     return float(score_of(total, capacity))
+
+
+def sliding_score(jobs, capacity, samples=720):
+    """Eq. 1-2's score of one link whose jobs slide through each other (no common beat: every
+    relative offset occurs equally often, so each job's phase is independent and uniform):
+    1 - E[excess] / C, the excess of the sum of the jobs' demands, each at an independent uniform
+    time of its iteration. jobs: list of (iteration_ms, demand_fn); each demand is sampled at
+    ``samples`` points of its iteration (exact for piecewise-constant demands whose phases are
+    whole multiples of iteration / samples)."""
+    dist = {0.0: 1.0}                   # total demand -> probability
+    for it, fn in jobs:
+        vals, counts = np.unique(np.round(fn((np.arange(samples) + 0.5) * it / samples), 9), return_counts=True)
+        nxt = {}
+        for total, p in dist.items():
+            for v, c in zip(vals, counts):
+                k = round(total + float(v), 9)
+                nxt[k] = nxt.get(k, 0.0) + p * c / samples
+        dist = nxt
+    return 1.0 - sum(p * max(0.0, d - capacity) for d, p in dist.items()) / capacity

@@ -11,8 +11,8 @@ from agents.agent import Group
 from agents.timing import perimeter
 from harness import spec as spec_mod
 from harness.planners.schedule import schedule
-from harness.schedulers.cassini import harmonic, unified_periods
-from harness.schedulers.circles import optimise, unified_perimeter
+from harness.schedulers.cassini import evaluate, harmonic, unified_periods
+from harness.schedulers.circles import optimise, sliding_score, unified_perimeter
 from harness.sim.engine import Simulator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,6 +64,51 @@ def test_the_circle_finds_the_shift_that_keeps_both_phases_apart():
     t = np.arange(0, 570, 0.05)
     both = a(t - sol.shifts_ms[0]) + b(t - sol.shifts_ms[1])
     assert np.mean(both > 50) < 0.01
+
+
+def onoff(period, start, dur, gbps):
+    return lambda t: gbps * (((np.asarray(t) % period) >= start) & ((np.asarray(t) % period) < start + dur))
+
+
+def test_jobs_that_slide_score_the_mean_over_their_offsets_as_their_exact_circle_does():
+    # two on-off jobs meet with probability f1 * f2, and then exceed 50 Gbit/s by 37 + 37 - 50
+    a, b = onoff(31, 10, 12, 37), onoff(47, 20, 25, 37)
+    expected = 1 - (12 / 31) * (25 / 47) * 24 / 50
+    assert sliding_score([(31.0, a), (47.0, b)], 50) == pytest.approx(expected, abs=5e-4)
+    # periods 31 and 47 (GCD 1 ms) have an exact unified circle (1457 ms): no shift does better
+    sol = optimise([(31.0, [a]), (47.0, [b])], capacity=50, exact_periods=True)
+    assert not sol.approximate and sol.score == pytest.approx(expected, abs=0.005)
+    # under the capacity together: nothing to lose
+    assert sliding_score([(31.0, onoff(31, 0, 12, 20)), (47.0, b)], 60) == 1.0
+
+
+def test_unequal_score_sliding_scores_only_the_links_no_shift_can_separate(monkeypatch):
+    import harness.schedulers.cassini as cassini_mod
+
+    class Prof:
+        def __init__(self, it, start, span):
+            self.iteration_ms, self.comm_span_ms, self.phases = it, span, []
+            self.fn = onoff(it, start, span, 37)
+    link, demands = "s1>s7", {}
+    monkeypatch.setattr(cassini_mod, "link_demands", lambda placement, profiles_of, routes, memo=None: demands)
+
+    def score(jobs, **params):
+        demands[link] = {n: p.fn for n, p in jobs.items()}
+        return evaluate({n: [n] for n in jobs}, jobs, None, 50.0, {**spec_mod.CASSINI_KEYS, **params}).link_scores[link]
+    # xlm-like (357 ms, 241 ms of communication) beside wideresnet-like (260, 53): not harmonic
+    unequal = {"x": Prof(357.0, 116, 241.0), "w": Prof(260.0, 207, 53.0)}
+    expected = 1 - (241 / 357) * (53 / 260) * 24 / 50
+    assert score(unequal, unequal_score="sliding") == pytest.approx(expected, abs=5e-4)
+    assert score(unequal) > expected + 1e-3         # the rounded circle's optimum: a beat that never occurs
+    # one period: shifted apart, as without the setting
+    assert score({"x": Prof(300.0, 0, 100.0), "w": Prof(300.0, 0, 100.0)}, unequal_score="sliding") == pytest.approx(1.0)
+
+
+def test_unequal_score_takes_circle_or_sliding():
+    raw = {"name": "x", "topology": {"name": "leafspine", "hosts_per_tor": 4}, "scheduler": "themis+cassini",
+           "jobs": [{"name": "a", "model": "vgg19"}], "cassini": {"unequal_score": "mean"}}
+    with pytest.raises(spec_mod.SpecError, match="cassini.unequal_score"):
+        spec_mod.from_mapping(raw)
 
 
 def write_beat(d, job, start, lag, period):
