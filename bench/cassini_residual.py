@@ -34,7 +34,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import interleave  # noqa: E402
 from harness import spec as spec_mod  # noqa: E402
 from harness.schedulers.cassini import harmonic, padded_periods  # noqa: E402
 from harness.sets import emit_bench, mean_ci  # noqa: E402
@@ -46,10 +45,8 @@ VARIANTS = {"themis+cassini": {}, "themis+cassini, sliding scores": {"unequal_sc
 KINDS = ("held", "unequal periods", "incompatible", "not shared")
 
 
-def run(trace, seed, scheduler, cassini=None):
-    path = ROOT / "experiments" / "cassini" / f"{trace}.yaml"
-    over = {"cassini": {**spec_mod.read_yaml(path).get("cassini", {}), **cassini}} if cassini else None
-    spec = spec_mod.load(path, scheduler=scheduler, seed=seed, overrides=over)
+def run(path, seed, scheduler, overrides=None):
+    spec = spec_mod.load(path, scheduler=scheduler, seed=seed, overrides=overrides)
     sim = Simulator(spec)
     return spec, sim, sim.run()
 
@@ -106,13 +103,17 @@ def main():
              "| --- | --- | --- | --- |" + " --- |" * len(KINDS)]
     single = []
     for trace in TRACES:
-        seed0 = interleave.load_spec(ROOT / "experiments" / "cassini" / f"{trace}.yaml").seed
+        path = ROOT / "experiments" / "cassini" / f"{trace}.yaml"
+        raw = spec_mod.read_yaml(path)
+        seed0 = raw["seed"]
+        # each variant's cassini block: the spec's own with the variant's settings on top
+        over = {v: {"cassini": {**raw.get("cassini", {}), **c}} for v, c in VARIANTS.items()}
         means = {s: [] for s in ("themis", "ideal", *VARIANTS)}
         by_kind = {v: dict.fromkeys(KINDS, 0.0) for v in VARIANTS}
         themis_above, placed, one = 0.0, dict.fromkeys(VARIANTS, 0), dict.fromkeys(VARIANTS, 0)
         for r in range(args.repeats):
-            runs = {s: run(trace, seed0 + r, s) for s in ("themis", "ideal")}
-            runs.update({v: run(trace, seed0 + r, "themis+cassini", c) for v, c in VARIANTS.items()})
+            runs = {s: run(path, seed0 + r, s) for s in ("themis", "ideal")}
+            runs.update({v: run(path, seed0 + r, "themis+cassini", over[v]) for v in VARIANTS})
             for s, (_spec, _sim, summary) in runs.items():
                 means[s].append(summary["totals"]["iteration_ms_mean"])
             ideal = runs["ideal"][2]
