@@ -1,7 +1,7 @@
 """CASSINI's Table 2 beside a set's runs: each snapshot job's communication time (comm_ms_mean, first
 phase start to last phase end, mean over the kept repeats with its 95 % interval) against the
 column Table 2 (workloads.table2) gives it: Themis's for a run under themis, Th+CASSINI's for one
-under themis+cassini and for a job run alone; emulated (``--out``) and simulated (``<out>-sim``
+under themis+cassini, and for a job run alone the shorter of the two (workloads.table2.alone); emulated (``--out``) and simulated (``<out>-sim``
 when it holds the set's runs), with the deviation from the paper. A run entry's label names its snapshot (``snapshot1``,
 ``snapshot1-bg0.10``) or ``alone`` (snapshots 1 and 2, every job on links of its own).
 
@@ -25,20 +25,16 @@ ALONE = {"wrn101": (1, "wrn101"), "vgg16-1400": (1, "vgg16"), "vgg19": (2, "vgg1
 
 
 def paper_ms(label, scheduler, job):
-    """(Table 2's ms for this run's job, which column), or None when the label names no snapshot."""
+    """(Table 2's ms for this run's job, which column), or None when the label names no snapshot. A job
+    run alone is held to its time alone (workloads.table2.alone)."""
     if label == "alone":
-        snap, name = ALONE.get(job, (None, None))
-        cassini = True
-    else:
-        m = re.match(r"snapshot(\d)", label)
-        if not m:
-            return None
-        snap, name = int(m.group(1)), job
-        cassini = scheduler.endswith("+cassini")
-    r = table2.row(snap, name)
+        r = table2.row(*ALONE.get(job, (None, None)))
+        return table2.alone(r) if r else None
+    m = re.match(r"snapshot(\d)", label)
+    r = table2.row(int(m.group(1)), job) if m else None
     if r is None:
         return None
-    return (r.cassini_ms, "Th+CASSINI") if cassini else (r.themis_ms, "Themis")
+    return (r.cassini_ms, "Th+CASSINI") if scheduler.endswith("+cassini") else (r.themis_ms, "Themis")
 
 
 def rows(st, out):

@@ -19,6 +19,12 @@ ROWS = (Row(1, "wrn101", "wideresnet101", 800, 138, 205, 0), Row(1, "vgg16", "vg
 INTERLEAVED = tuple(r for r in ROWS if SCORES[r.snapshot] >= 0.8)
 
 
+def alone(r):
+    """(the communication time row ``r``'s job takes alone, its column): Table 2's Th+CASSINI time, or
+    its Themis time where that is shorter, since sharing a link makes no job faster."""
+    return (r.themis_ms, "Themis") if r.themis_ms < r.cassini_ms else (r.cassini_ms, "Th+CASSINI")
+
+
 def snapshot(n):
     """The rows of snapshot ``n``."""
     return [r for r in ROWS if r.snapshot == n]

@@ -8,6 +8,7 @@ import yaml
 from harness import spec as spec_mod
 from harness.simulate import simulate_spec
 from workloads import table2
+from tests.helpers import ROOT
 from workloads.profiles import BUILTIN_NAMES, PROFILE_DIR, builtins
 
 ROWS = [(r.snapshot, r.model, r.batch, r.cassini_ms) for r in table2.INTERLEAVED]
@@ -26,6 +27,27 @@ def alone(model, batch, profile_set="table2"):
 def test_each_interleaved_row_alone_reproduces_its_communication_time(snap, model, batch, cassini_ms):
     got = alone(model, batch)["comm_ms_mean"]
     assert got == pytest.approx(cassini_ms, rel=0.10)
+
+
+THEMIS_ROWS = [r for r in table2.ROWS if r.snapshot <= 3]
+
+
+@pytest.mark.parametrize("snap", sorted({r.snapshot for r in THEMIS_ROWS}))
+def test_themis_on_the_shared_uplink_takes_table2s_themis_times(snap):
+    """Snapshots 1-3 on their forced shared uplink under Themis: each job within 15 % of Table 2's
+    Themis column (ResNet50 nearest the bound: alone it takes Table 2's Themis time, 55 ms, which a
+    collision can only lengthen)."""
+    spec = spec_mod.load(ROOT / "experiments" / "cassini" / f"snapshot{snap}.yaml", scheduler="themis",
+                         overrides={"profile_set": "table2"})
+    got = simulate_spec(spec)["jobs"]
+    off = {r.job: round(got[r.job]["comm_ms_mean"] / r.themis_ms - 1, 3) for r in THEMIS_ROWS if r.snapshot == snap}
+    assert all(abs(x) <= 0.15 for x in off.values()), off
+
+
+def test_a_job_alone_is_held_to_the_shorter_of_table2s_columns():
+    assert table2.alone(table2.row(2, "resnet50")) == (55, "Themis")
+    assert table2.alone(table2.row(1, "vgg16")) == (148, "Th+CASSINI")
+    assert alone("resnet50", 1600)["comm_ms_mean"] == pytest.approx(55, rel=0.02)
 
 
 def test_the_builtin_set_misses_table2():
