@@ -24,8 +24,19 @@ alone). Reported:
    as their jobs will meet, at the mean over their offsets): what placement alone can add when its
    scores are not those of a beat that never occurs.
 
-  .venv/bin/python bench/cassini_residual.py [--repeats 20] [--publish FILE]
---publish writes the tables into FILE's block <!-- interleave bench cassini-residual -->.
+With ``--common-periods X,Y,..`` Th+CASSINI runs once per ``cassini.common_period`` given (jobs
+whose periods are within that fraction of each other padded onto the longest, CASSINI's jobs only):
+what padding onto shared beats buys against what it costs.
+
+With ``--one-period MS`` the traces run with every model's iteration padded to MS ms (its phases
+unchanged; workloads.profiles.stretched) under all three schedulers, and Th+CASSINI with its default
+scores only: the counterfactual in which every pair of jobs can keep a shift, which tests whether
+unequal periods are what keeps Th+CASSINI from the rest of the gap.
+
+  .venv/bin/python bench/cassini_residual.py [--repeats 20] [--one-period MS | --common-periods X,..] [--publish FILE]
+--publish writes the tables into FILE's block <!-- interleave bench cassini-residual --> (with
+``--one-period``: ``cassini-residual-one-period``; with ``--common-periods``:
+``cassini-residual-common-period``).
 """
 import argparse
 import sys
@@ -38,6 +49,7 @@ from harness import spec as spec_mod  # noqa: E402
 from harness.schedulers.cassini import harmonic, padded_periods  # noqa: E402
 from harness.sets import emit_bench, mean_ci  # noqa: E402
 from harness.sim.engine import Simulator  # noqa: E402
+from workloads.profiles import PROFILE_DIR  # noqa: E402
 
 TRACES = ["fig11-load90", "fig11-load100"]
 SCHEDULERS = ("themis", "themis+cassini", "ideal")
@@ -46,7 +58,7 @@ KINDS = ("held", "unequal periods", "incompatible", "not shared")
 
 
 def run(path, seed, scheduler, overrides=None):
-    spec = spec_mod.load(path, scheduler=scheduler, seed=seed, overrides=overrides)
+    spec = spec_mod.load(path, scheduler=scheduler, seed=seed, overrides=overrides or None)
     sim = Simulator(spec)
     return spec, sim, sim.run()
 
@@ -87,6 +99,17 @@ def above_ideal(summary, ideal):
             for k in n}
 
 
+def one_period(models, period_ms):
+    """A spec's ``profiles``: each built-in model of ``models`` with its iteration padded to ``period_ms``."""
+    out = {}
+    for m in models:
+        d = spec_mod.read_yaml(PROFILE_DIR / f"{m}.yaml")
+        if period_ms < d["iteration_ms"]:
+            raise SystemExit(f"cassini_residual: --one-period {period_ms:g} is shorter than {m}'s {d['iteration_ms']} ms")
+        out[m] = {**d, "iteration_ms": period_ms}
+    return out
+
+
 def fmt(m_ci):
     m, ci = m_ci
     return f"{m:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
@@ -95,8 +118,16 @@ def fmt(m_ci):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--one-period", type=float, metavar="MS",
+                    help="every model's iteration padded to MS ms, under every scheduler (module docstring)")
     ap.add_argument("--publish", metavar="FILE", help="replace the block <!-- interleave bench cassini-residual --> in FILE")
+    ap.add_argument("--common-periods", metavar="X,..", help="Th+CASSINI once per cassini.common_period given")
     args = ap.parse_args()
+    if args.one_period and args.common_periods:
+        ap.error("--one-period and --common-periods are two experiments: give one")
+    variants = {"themis+cassini": {}} if args.one_period else VARIANTS
+    if args.common_periods:
+        variants = {f"common_period {float(x):g}": {"common_period": float(x)} for x in args.common_periods.split(",")}
     gains = ["| trace | seeds | Themis | ideal | Themis / ideal | CASSINI's scores | Th+CASSINI | Themis / Th+CASSINI | "
              "share of the gap recovered (on the means) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     split = ["| trace | CASSINI's scores | Themis above ideal | Th+CASSINI above ideal | " + " | ".join(KINDS) + " |",
@@ -106,19 +137,20 @@ def main():
         path = ROOT / "experiments" / "cassini" / f"{trace}.yaml"
         raw = spec_mod.read_yaml(path)
         seed0 = raw["seed"]
+        base = {"profiles": one_period(raw["trace"]["models"], args.one_period)} if args.one_period else {}
         # each variant's cassini block: the spec's own with the variant's settings on top
-        over = {v: {"cassini": {**raw.get("cassini", {}), **c}} for v, c in VARIANTS.items()}
-        means = {s: [] for s in ("themis", "ideal", *VARIANTS)}
-        by_kind = {v: dict.fromkeys(KINDS, 0.0) for v in VARIANTS}
-        themis_above, placed, one = 0.0, dict.fromkeys(VARIANTS, 0), dict.fromkeys(VARIANTS, 0)
+        over = {v: {**base, "cassini": {**raw.get("cassini", {}), **c}} for v, c in variants.items()}
+        means = {s: [] for s in ("themis", "ideal", *variants)}
+        by_kind = {v: dict.fromkeys(KINDS, 0.0) for v in variants}
+        themis_above, placed, one = 0.0, dict.fromkeys(variants, 0), dict.fromkeys(variants, 0)
         for r in range(args.repeats):
-            runs = {s: run(path, seed0 + r, s) for s in ("themis", "ideal")}
-            runs.update({v: run(path, seed0 + r, "themis+cassini", over[v]) for v in VARIANTS})
+            runs = {s: run(path, seed0 + r, s, base) for s in ("themis", "ideal")}
+            runs.update({v: run(path, seed0 + r, "themis+cassini", over[v]) for v in variants})
             for s, (_spec, _sim, summary) in runs.items():
                 means[s].append(summary["totals"]["iteration_ms_mean"])
             ideal = runs["ideal"][2]
             themis_above += sum(above_ideal(runs["themis"][2], ideal).values()) / args.repeats
-            for v in VARIANTS:
+            for v in variants:
                 spec, sim, summary = runs[v]
                 kind = kinds(spec, sim, summary)
                 for k, x in above_ideal(summary, ideal).items():
@@ -128,17 +160,23 @@ def main():
             print(f"{trace} seed {seed0 + r}: " + ", ".join(f"{s} {m[-1]:.1f}" for s, m in means.items()), file=sys.stderr)
         th, idl = (sum(means[s]) / len(means[s]) for s in ("themis", "ideal"))
         gap = mean_ci([a / b for a, b in zip(means["themis"], means["ideal"])])
-        for v, c in VARIANTS.items():
+        for v, c in variants.items():
             tc = sum(means[v]) / len(means[v])
             gain = mean_ci([a / b for a, b in zip(means["themis"], means[v])])
-            scores = c.get("unequal_score", "circle")
+            scores = v if args.common_periods else c.get("unequal_score", "circle")
             gains.append(f"| {trace} | {args.repeats} | {th:.1f} ms | {idl:.1f} ms | {fmt(gap)}x | {scores} | {tc:.1f} ms | "
                          f"{fmt(gain)}x | {(th / tc - 1) / (th / idl - 1):.2f} |")
             tot = sum(by_kind[v].values())
             split.append(f"| {trace} | {scores} | {themis_above:.1f} ms | {tot:.1f} ms | "
                          + " | ".join(f"{by_kind[v][k]:.1f} ms ({by_kind[v][k] / tot:.0%})" for k in KINDS) + " |")
             single.append(f"{trace} ({scores}): {one[v]} of {placed[v]}")
-    md = ("# cassini residual\n\nMean iteration over the seeds (the spec's seed + 0.."
+    kind = "one period" if args.one_period else "common period" if args.common_periods else ""
+    name = "cassini-residual" + (f"-{kind.replace(' ', '-')}" if kind else "")
+    md = ("# cassini residual" + (f", {kind}" if kind else "") + "\n\n"
+          + (f"Every model's iteration padded to {args.one_period:g} ms, under every scheduler. " if args.one_period else "")
+          + ("Th+CASSINI with jobs whose periods are within `cassini.common_period` of each other padded onto the "
+             "longest; the default is the spec's 0.05. " if args.common_periods else "")
+          + "Mean iteration over the seeds (the spec's seed + 0.."
           f"{args.repeats - 1}), and the ratios' mean [95 %] over the seeds; CASSINI's scores of links whose jobs no "
           "shift keeps apart: `circle` (the default: the best shifts on the unified circle) or `sliding` "
           "(`cassini.unequal_score: sliding`):\n\n" + "\n".join(gains)
@@ -149,7 +187,7 @@ def main():
           + "\n".join(split)
           + "\n\nPlacements of Th+CASSINI with a single candidate (the free servers admit one): "
           + "; ".join(single) + ".\n")
-    emit_bench("cassini-residual", md, args.publish,
+    emit_bench(name, md, args.publish,
                ".venv/bin/python bench/cassini_residual.py " + " ".join(sys.argv[1:]))
 
 
