@@ -127,10 +127,11 @@ def main():
         ap.error("--one-period and --common-periods are two experiments: give one")
     variants = {"themis+cassini": {}} if args.one_period else VARIANTS
     if args.common_periods:
-        variants = {f"common_period {float(x):g}": {"common_period": float(x)} for x in args.common_periods.split(",")}
-    gains = ["| trace | seeds | Themis | ideal | Themis / ideal | CASSINI's scores | Th+CASSINI | Themis / Th+CASSINI | "
+        variants = {f"{float(x):g}": {"common_period": float(x)} for x in args.common_periods.split(",")}
+    setting = "`cassini.common_period`" if args.common_periods else "CASSINI's scores"
+    gains = [f"| trace | seeds | Themis | ideal | Themis / ideal | {setting} | Th+CASSINI | Themis / Th+CASSINI | "
              "share of the gap recovered (on the means) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    split = ["| trace | CASSINI's scores | Themis above ideal | Th+CASSINI above ideal | " + " | ".join(KINDS) + " |",
+    split = [f"| trace | {setting} | Themis above ideal | Th+CASSINI above ideal | " + " | ".join(KINDS) + " |",
              "| --- | --- | --- | --- |" + " --- |" * len(KINDS)]
     single = []
     for trace in TRACES:
@@ -168,7 +169,8 @@ def main():
                          f"{fmt(gain)}x | {(th / tc - 1) / (th / idl - 1):.2f} |")
             tot = sum(by_kind[v].values())
             split.append(f"| {trace} | {scores} | {themis_above:.1f} ms | {tot:.1f} ms | "
-                         + " | ".join(f"{by_kind[v][k]:.1f} ms ({by_kind[v][k] / tot:.0%})" for k in KINDS) + " |")
+                         + " | ".join(f"{by_kind[v][k]:.1f} ms ({by_kind[v][k] / tot:.0%})" if tot else f"{by_kind[v][k]:.1f} ms"
+                                    for k in KINDS) + " |")
             single.append(f"{trace} ({scores}): {one[v]} of {placed[v]}")
     kind = "one period" if args.one_period else "common period" if args.common_periods else ""
     name = "cassini-residual" + (f"-{kind.replace(' ', '-')}" if kind else "")
@@ -177,9 +179,10 @@ def main():
           + ("Th+CASSINI with jobs whose periods are within `cassini.common_period` of each other padded onto the "
              "longest; the default is the spec's 0.05. " if args.common_periods else "")
           + "Mean iteration over the seeds (the spec's seed + 0.."
-          f"{args.repeats - 1}), and the ratios' mean [95 %] over the seeds; CASSINI's scores of links whose jobs no "
-          "shift keeps apart: `circle` (the default: the best shifts on the unified circle) or `sliding` "
-          "(`cassini.unequal_score: sliding`):\n\n" + "\n".join(gains)
+          f"{args.repeats - 1}), and the ratios' mean [95 %] over the seeds"
+          + (":" if args.common_periods else "; CASSINI's scores of links whose jobs no shift keeps apart: `circle` "
+             "(the default: the best shifts on the unified circle) or `sliding` (`cassini.unequal_score: sliding`):")
+          + "\n\n" + "\n".join(gains)
           + "\n\nTime above ideal (mean over the seeds, ms of the mean iteration); Th+CASSINI's split by what "
           "CASSINI could do about each job's shared links (held: kept its shift with a group; unequal "
           "periods: beside a job whose period no shift keeps apart from its own; incompatible: beside "

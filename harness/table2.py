@@ -1,9 +1,10 @@
 """CASSINI's Table 2 beside a set's runs: each snapshot job's communication time (comm_ms_mean, first
 phase start to last phase end, mean over the kept repeats with its 95 % interval) against the
 column Table 2 (workloads.table2) gives it: Themis's for a run under themis, Th+CASSINI's for one
-under themis+cassini, and for a job run alone the shorter of the two (workloads.table2.alone); emulated (``--out``) and simulated (``<out>-sim``
-when it holds the set's runs), with the deviation from the paper. A run entry's label names its snapshot (``snapshot1``,
-``snapshot1-bg0.10``) or ``alone`` (snapshots 1 and 2, every job on links of its own).
+under themis+cassini, and for a job run alone the shorter of the two (workloads.table2.alone);
+emulated (``--out``) and simulated (``<out>-sim`` when it holds the set's runs), with the deviation
+from the paper. A run entry's label names its snapshot (``snapshot1``, ``snapshot1-bg0.10``) or
+``alone`` (snapshots 1 and 2, every job on links of its own).
 
     python -m harness.table2 experiments/sets/table2.yaml --out results/table2 [--publish results/cassini-testbed/README.md]
 

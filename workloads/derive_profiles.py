@@ -115,12 +115,10 @@ profiles["dlrm"] = {
 
 
 # --- profile set table2 -------------------------------------------------------------------------
-# The communication time alone of each row whose jobs ran interleaved (workloads.table2.alone)
+# The rows of each model whose jobs ran interleaved; a job's time alone: workloads.table2.alone
 TABLE2_COMM = {}
 for _row in table2_paper.INTERLEAVED:
-    _ms, _col = table2_paper.alone(_row)
-    TABLE2_COMM.setdefault(_row.model, []).append((_ms, _row.snapshot, _row.batch,
-                                                   _col == "Themis" and _row.cassini_ms))
+    TABLE2_COMM.setdefault(_row.model, []).append(_row)
 BUCKET_MB = 25
 BUCKET_SRC = ("the lead carries DDP's first gradient bucket, 25 MB (PyTorch DistributedDataParallel's default "
               "bucket_cap_mb) x 2(N-1)/N for N=2 [I]")
@@ -140,10 +138,12 @@ def _r(x):
 
 def table2_comm(name):
     rows = TABLE2_COMM[name]
-    return sum(r[0] for r in rows) / len(rows), "mean of " + ", ".join(
-        f"{c} ms (snapshot {s}, batch {b}" + (f", Themis's column: shorter than Th+CASSINI's {th} ms, and sharing a link "
-                                              f"makes no job faster than alone" if th else "") + ")"
-        for c, s, b, th in rows)
+    alone = [table2_paper.alone(r) for r in rows]
+    return sum(ms for ms, _ in alone) / len(rows), "mean of " + ", ".join(
+        f"{ms} ms (snapshot {r.snapshot}, batch {r.batch}"
+        + (f", Themis's column: shorter than Th+CASSINI's {r.cassini_ms} ms, and sharing a link makes no job faster "
+           f"than alone" if col == "Themis" else "") + ")"
+        for r, (ms, col) in zip(rows, alone))
 
 
 def table2_dp(name, base, mb, mb_src, comm_ms, comm_src, pre_ms, pre_src, lead_ms=None, lead_src=None):
@@ -263,6 +263,11 @@ def _write(directory, items, header):
                                                 + yaml.safe_dump(d, sort_keys=False, width=120, allow_unicode=True))
 
 
+def _alone_cell(r):
+    ms, col = table2_paper.alone(r)
+    return f"{ms} (batch {r.batch}" + (", Themis" if col == "Themis" else "") + ")"
+
+
 def table2_md():
     """The table2 set beside the built-in one and Table 2's Th+CASSINI communication times."""
     rows = ["# Profile set table2", "",
@@ -272,8 +277,7 @@ def table2_md():
         b, ph = profiles[name], d["phases"]
         lead = f"{ph[0]['duration_ms']:g} ms at {ph[0]['gbps']:g}" if len(ph) == 2 else "none"
         comm = ph[-1]["start_ms"] + ph[-1]["duration_ms"] - ph[0]["start_ms"]
-        paper = ", ".join(f"{c} (batch {bb}{', Themis' if th else ''})"
-                          for c, _s, bb, th in TABLE2_COMM.get(name, ())) or "not given"
+        paper = ", ".join(_alone_cell(r) for r in TABLE2_COMM.get(name, ())) or "not given"
         rows.append(f"| {name} | {d['batch_size']} | {d['iteration_ms']:g} ms ({b['iteration_ms']:g}) | "
                     f"{ph[0]['start_ms']:g} ms | {lead} | {ph[-1]['duration_ms']:g} ms | {comm:.1f} ms "
                     f"({b['phases'][0]['duration_ms']:g}) | {paper} |")

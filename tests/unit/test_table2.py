@@ -7,8 +7,8 @@ import yaml
 
 from harness import spec as spec_mod
 from harness.simulate import simulate_spec
-from workloads import table2
 from tests.helpers import ROOT
+from workloads import table2
 from workloads.profiles import BUILTIN_NAMES, PROFILE_DIR, builtins
 
 ROWS = [(r.snapshot, r.model, r.batch, r.cassini_ms) for r in table2.INTERLEAVED]
